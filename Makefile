@@ -1,0 +1,56 @@
+# baseten-operator. `make sandbox` and `make test` do all their own set-up.
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+IMG ?= baseten-operator:dev
+KUBECTL ?= kubectl
+
+.PHONY: help venv sandbox tour run test test-unit test-integration test-e2e test-e2e-kind lint \
+        manifests install uninstall deploy undeploy docker-build bench clean
+
+help: ## List the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) is required"; exit 1; }
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip check
+	@touch $(STAMP)
+
+venv: $(STAMP) ## Create .venv and install the project with its dev tools
+
+sandbox: $(STAMP) ## Run the operator against the embedded Kubernetes emulator and Baseten simulator
+	$(BIN)/baseten-operator sandbox $(ARGS)
+
+tour: $(STAMP) ## The narrated, self-ending sandbox demo
+	$(BIN)/baseten-operator sandbox --scenario tour $(ARGS)
+
+run: $(STAMP) ## Run the operator against the current kubeconfig (needs BASETEN_API_KEY)
+	$(BIN)/baseten-operator run $(ARGS)
+
+lint: $(STAMP) ## ruff and mypy
+	$(BIN)/ruff check baseten_operator test hack
+	$(BIN)/ruff format --check baseten_operator test hack
+	$(BIN)/mypy
+
+test: lint ## Lint, type-check and run the whole test suite
+	$(BIN)/pytest -q $(PYTEST_ARGS)
+
+test-unit: $(STAMP) ## Unit tests only
+	$(BIN)/pytest -q test/unit $(PYTEST_ARGS)
+
+test-integration: $(STAMP) ## The operator loop on the two simulators
+	$(BIN)/pytest -q test/integration $(PYTEST_ARGS)
+
+test-e2e: $(STAMP) ## The operator as a process, driven with kubectl, on the emulator
+	$(BIN)/pytest -q test/e2e $(PYTEST_ARGS)
+
+bench: $(STAMP) ## Print scale and latency figures (never asserted)
+	$(BIN)/python -m test.bench
+
+clean: ## Remove the virtualenv and caches
+	rm -rf $(VENV) .mypy_cache .ruff_cache build *.egg-info

@@ -1,0 +1,1 @@
+"""baseten_operator."""

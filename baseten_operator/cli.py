@@ -1,0 +1,114 @@
+"""`baseten-operator` command line: run | sandbox | crd."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from baseten_operator.config import OperatorOptions
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {text}")
+    return value
+
+
+def add_operator_flags(parser: argparse.ArgumentParser, *, time_scale: float = 1.0) -> None:
+    """The flags of `run`, named like the Go operator's where they exist."""
+    d = OperatorOptions()
+    parser.add_argument(
+        "--metrics-bind-address",
+        default=d.metrics_bind_address,
+        help="address of the Prometheus /metrics endpoint ('0' disables it)",
+    )
+    parser.add_argument(
+        "--health-probe-bind-address",
+        default=d.health_probe_bind_address,
+        help="address of /healthz and /readyz ('0' disables them)",
+    )
+    parser.add_argument(
+        "--leader-elect",
+        action="store_true",
+        default=d.leader_elect,
+        help="elect a leader through a Lease; only the leader reconciles",
+    )
+    parser.add_argument("--leader-election-id", default=d.leader_election_id)
+    parser.add_argument(
+        "--leader-election-namespace",
+        default=d.leader_election_namespace,
+        help="namespace of the Lease (default: the pod's, else 'default')",
+    )
+    parser.add_argument(
+        "--watch-namespace",
+        default=d.watch_namespace,
+        help="only reconcile BasetenModels in this namespace (empty: all)",
+    )
+    parser.add_argument(
+        "--max-concurrent-reconciles", type=_positive_int, default=d.max_concurrent_reconciles
+    )
+    parser.add_argument(
+        "--max-concurrent-pushes", type=_positive_int, default=d.max_concurrent_pushes
+    )
+    parser.add_argument(
+        "--log-level", default=d.log_level, choices=["debug", "info", "warning", "error"]
+    )
+    parser.add_argument("--log-format", default=d.log_format, choices=["json", "console"])
+    parser.add_argument(
+        "--time-scale",
+        type=_positive_float,
+        default=time_scale,
+        help="multiply every delay the operator waits (tests, sandbox)",
+    )
+    parser.add_argument(
+        "--kubeconfig",
+        default=None,
+        help="kubeconfig path (default: $KUBECONFIG, ~/.kube/config, in-cluster)",
+    )
+
+
+def options_from_args(args: argparse.Namespace) -> OperatorOptions:
+    return OperatorOptions(
+        metrics_bind_address=args.metrics_bind_address,
+        health_probe_bind_address=args.health_probe_bind_address,
+        leader_elect=args.leader_elect,
+        leader_election_id=args.leader_election_id,
+        leader_election_namespace=args.leader_election_namespace,
+        watch_namespace=args.watch_namespace,
+        max_concurrent_reconciles=args.max_concurrent_reconciles,
+        max_concurrent_pushes=args.max_concurrent_pushes,
+        log_level=args.log_level,
+        log_format=args.log_format,
+        time_scale=args.time_scale,
+        kubeconfig=args.kubeconfig,
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="baseten-operator", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("run", help="run the operator against a cluster")
+    add_operator_flags(run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "run":
+        from baseten_operator.main import run_operator
+
+        return run_operator(options_from_args(args))
+    raise AssertionError(f"unhandled command {args.command}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,22 @@
+"""Operator options shared by `baseten-operator run` and the sandbox."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class OperatorOptions:
+    metrics_bind_address: str = ":8080"
+    health_probe_bind_address: str = ":8081"
+    leader_elect: bool = False
+    leader_election_id: str = "baseten-operator.models.baseten.com"
+    leader_election_namespace: str = ""
+    watch_namespace: str = ""
+    max_concurrent_reconciles: int = 5
+    max_concurrent_pushes: int = 4
+    log_level: str = "info"
+    log_format: str = "json"
+    time_scale: float = 1.0
+    kubeconfig: str | None = None
+    shutdown_timeout: float = 30.0
