@@ -50,7 +50,7 @@ test-e2e: $(STAMP) ## The operator as a process, driven with kubectl, on the emu
 	$(BIN)/pytest -q test/e2e $(PYTEST_ARGS)
 
 bench: $(STAMP) ## Print scale and latency figures (never asserted)
-	$(BIN)/python -m test.bench
+	$(BIN)/python test/bench/run.py $(ARGS)
 
 clean: ## Remove the virtualenv and caches
 	rm -rf $(VENV) .mypy_cache .ruff_cache build *.egg-info
