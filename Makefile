@@ -52,5 +52,27 @@ test-e2e: $(STAMP) ## The operator as a process, driven with kubectl, on the emu
 bench: $(STAMP) ## Print scale and latency figures (never asserted)
 	$(BIN)/python test/bench/run.py $(ARGS)
 
+manifests: $(STAMP) ## Regenerate the CRD from the API types and render deploy/install.yaml
+	$(BIN)/python hack/generate_manifests.py
+	$(KUBECTL) kustomize config/default > deploy/install.yaml
+
+test-e2e-kind: $(STAMP) ## e2e on a kind cluster (needs Docker and kind; says so without them)
+	hack/kind-e2e.sh
+
+install: ## Install the CRD into the current cluster
+	$(KUBECTL) apply -k config/crd
+
+uninstall: ## Remove the CRD (and every BasetenModel) from the current cluster
+	$(KUBECTL) delete -k config/crd --ignore-not-found
+
+deploy: ## Install the operator into the current cluster with image IMG
+	$(KUBECTL) kustomize config/default | sed 's#image: baseten-operator:latest#image: $(IMG)#' | $(KUBECTL) apply -f -
+
+undeploy: ## Remove the operator from the current cluster
+	$(KUBECTL) delete -k config/default --ignore-not-found
+
+docker-build: ## Build the operator image IMG
+	docker build -t $(IMG) .
+
 clean: ## Remove the virtualenv and caches
 	rm -rf $(VENV) .mypy_cache .ruff_cache build *.egg-info
