@@ -1,0 +1,163 @@
+"""Names and words of the BasetenModel API (BEHAVIOR.md sections 1, 2 and 10)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from baseten_operator.runtime.client import Resource
+
+GROUP = "models.baseten.com"
+VERSION = "v1alpha1"
+API_VERSION = f"{GROUP}/{VERSION}"
+KIND = "BasetenModel"
+LIST_KIND = "BasetenModelList"
+PLURAL = "basetenmodels"
+SINGULAR = "basetenmodel"
+SHORT_NAME = "bm"
+FINALIZER = "models.baseten.com/finalizer"
+
+
+def __getattr__(name: str) -> Any:
+    # BASETENMODELS is built on first use so that importing the API types never drags in the
+    # kube client (the CRD generator and the simulators only need the names above).
+    if name == "BASETENMODELS":
+        from baseten_operator.runtime.client import Resource
+
+        resource: Resource = Resource(GROUP, VERSION, PLURAL, KIND, True)
+        globals()["BASETENMODELS"] = resource
+        return resource
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+class Mode(StrEnum):
+    RECONCILE = "Reconcile"
+    OBSERVE = "Observe"
+    PAUSE = "Pause"
+
+
+class DeletionPolicy(StrEnum):
+    RETAIN = "Retain"
+    DELETE_WITH_GUARDRAILS = "DeleteWithGuardrails"
+    DELETE = "Delete"
+
+
+class PromotionCleanupStrategy(StrEnum):
+    KEEP = "KEEP"
+    SCALE_TO_ZERO = "SCALE_TO_ZERO"
+    DEACTIVATE = "DEACTIVATE"
+
+
+class RollingDeployStrategy(StrEnum):
+    REPLICA = "REPLICA"
+
+
+# Baseten deployment statuses (reference/baseten-api.md).
+BUILDING = "BUILDING"
+DEPLOYING = "DEPLOYING"
+DEPLOY_FAILED = "DEPLOY_FAILED"
+LOADING_MODEL = "LOADING_MODEL"
+ACTIVE = "ACTIVE"
+UNHEALTHY = "UNHEALTHY"
+BUILD_FAILED = "BUILD_FAILED"
+BUILD_STOPPED = "BUILD_STOPPED"
+DEACTIVATING = "DEACTIVATING"
+INACTIVE = "INACTIVE"
+FAILED = "FAILED"
+UPDATING = "UPDATING"
+SCALED_TO_ZERO = "SCALED_TO_ZERO"
+WAKING_UP = "WAKING_UP"
+
+# The operator's own deploymentStatus words (BEHAVIOR.md section 2).
+PROMOTING = "PROMOTING"
+PROMOTING_DEPLOYMENT = "PROMOTING_DEPLOYMENT"
+PENDING = "PENDING"
+PAUSED = "PAUSED"
+DELETING = "DELETING"
+DELETE_FAILED = "DELETE_FAILED"
+DELETE_BLOCKED = "DELETE_BLOCKED"
+ACTIVATING = "ACTIVATING"
+
+# status.trussPushStatus values.
+TRUSS_PUSHING = "TRUSS_PUSHING"
+TRUSS_PUSH_DONE = "TRUSS_PUSH_DONE"
+
+READY_STATUSES = frozenset({ACTIVE, SCALED_TO_ZERO})
+PROGRESSING_STATUSES = frozenset(
+    {
+        PROMOTING,
+        PROMOTING_DEPLOYMENT,
+        PENDING,
+        DELETING,
+        ACTIVATING,
+        BUILDING,
+        DEPLOYING,
+        LOADING_MODEL,
+        WAKING_UP,
+        UPDATING,
+    }
+)
+# Failures the operator retries (BEHAVIOR.md section 4); BUILD_STOPPED is a user's choice.
+RETRYABLE_FAILURES = frozenset({FAILED, DEPLOY_FAILED, BUILD_FAILED})
+TERMINAL_FAILURES = RETRYABLE_FAILURES | {BUILD_STOPPED}
+
+CONDITION_READY = "Ready"
+CONDITION_PROGRESSING = "Progressing"
+
+
+class EventReason(StrEnum):
+    # Normal
+    ENVIRONMENT_CREATED = "EnvironmentCreated"
+    AUTOSCALING_UPDATED = "AutoscalingUpdated"
+    PROMOTION_SETTINGS_UPDATED = "PromotionSettingsUpdated"
+    DEPLOYMENT_PROMOTED = "DeploymentPromoted"
+    DEPLOYMENT_ACTIVE = "DeploymentActive"
+    DEPLOYMENT_REACTIVATED = "DeploymentReactivated"
+    TRUSS_PUSH_STARTED = "TrussPushStarted"
+    TRUSS_PUSH_COMPLETED = "TrussPushCompleted"
+    RECONCILIATION_PAUSED = "ReconciliationPaused"
+    ORPHAN_DEPLOYMENTS_SCALED_IN = "OrphanDeploymentsScaledIn"
+    ORPHAN_DEPLOYMENTS_DELETED = "OrphanDeploymentsDeleted"
+    DEPLOYMENT_RETRIED = "DeploymentRetried"
+    MODEL_DELETED = "ModelDeleted"
+    # Warning
+    MODEL_NOT_FOUND = "ModelNotFound"
+    ENVIRONMENT_CREATE_FAILED = "EnvironmentCreateFailed"
+    AUTOSCALING_UPDATE_FAILED = "AutoscalingUpdateFailed"
+    PROMOTION_SETTINGS_UPDATE_FAILED = "PromotionSettingsUpdateFailed"
+    SOURCE_DEPLOYMENT_NOT_FOUND = "SourceDeploymentNotFound"
+    SOURCE_DEPLOYMENT_FAILED = "SourceDeploymentFailed"
+    PROMOTION_FAILED = "PromotionFailed"
+    PROMOTION_BLOCKED = "PromotionBlocked"
+    SETUP_SCRIPT_NOT_FOUND = "SetupScriptNotFound"
+    TRUSS_PUSH_FAILED = "TrussPushFailed"
+    DEPLOYMENT_RETRY_FAILED = "DeploymentRetryFailed"
+    DEPLOYMENT_RETRY_EXHAUSTED = "DeploymentRetryExhausted"
+    MODEL_DELETE_BLOCKED = "ModelDeleteBlocked"
+    MODEL_DELETE_FAILED = "ModelDeleteFailed"
+
+
+WARNING_REASONS = frozenset(
+    {
+        EventReason.MODEL_NOT_FOUND,
+        EventReason.ENVIRONMENT_CREATE_FAILED,
+        EventReason.AUTOSCALING_UPDATE_FAILED,
+        EventReason.PROMOTION_SETTINGS_UPDATE_FAILED,
+        EventReason.SOURCE_DEPLOYMENT_NOT_FOUND,
+        EventReason.SOURCE_DEPLOYMENT_FAILED,
+        EventReason.PROMOTION_FAILED,
+        EventReason.PROMOTION_BLOCKED,
+        EventReason.SETUP_SCRIPT_NOT_FOUND,
+        EventReason.TRUSS_PUSH_FAILED,
+        EventReason.DEPLOYMENT_RETRY_FAILED,
+        EventReason.DEPLOYMENT_RETRY_EXHAUSTED,
+        EventReason.MODEL_DELETE_BLOCKED,
+        EventReason.MODEL_DELETE_FAILED,
+    }
+)
+
+
+def event_type(reason: EventReason) -> str:
+    """The Kubernetes event type BEHAVIOR.md section 10 gives each reason."""
+    return "Warning" if reason in WARNING_REASONS else "Normal"

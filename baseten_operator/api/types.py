@@ -1,0 +1,323 @@
+"""The BasetenModel resource as pydantic v2 types (BEHAVIOR.md section 1).
+
+Python fields are snake_case with the API's camelCase names as aliases; unknown fields are
+ignored on read (an older operator reading a newer object must not fail). The field
+descriptions and constraints are the source of the CRD schema (api/crd.py): a bound written
+here is a bound the API server enforces.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic.alias_generators import to_camel
+
+from baseten_operator.api.constants import (
+    DeletionPolicy,
+    Mode,
+    PromotionCleanupStrategy,
+    RollingDeployStrategy,
+)
+
+ENVIRONMENT_NAME_PATTERN = r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$"
+
+
+class ApiModel(BaseModel):
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="ignore",
+        use_enum_values=False,
+    )
+
+
+def to_wire(model: BaseModel) -> dict[str, Any]:
+    """The object as the API server stores it: camelCase keys, unset fields omitted."""
+    return model.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+
+# --- environment -------------------------------------------------------------------------
+
+
+class Autoscaling(ApiModel):
+    min_replicas: int | None = Field(
+        default=None, ge=0, description="Minimum number of replicas (Baseten min_replica)."
+    )
+    max_replicas: int | None = Field(
+        default=None, ge=1, description="Maximum number of replicas (Baseten max_replica)."
+    )
+    concurrency_target: int | None = Field(
+        default=None, ge=1, description="Concurrent requests per replica before scaling up."
+    )
+    autoscaling_window: int | None = Field(
+        default=None, ge=0, description="Window, in seconds, over which traffic is averaged."
+    )
+    scale_down_delay: int | None = Field(
+        default=None, ge=0, description="Seconds to wait before scaling down."
+    )
+    target_utilization_percentage: int | None = Field(
+        default=None, ge=1, le=100, description="Target utilization, in percent (1-100)."
+    )
+
+
+class RollingDeployConfig(ApiModel):
+    strategy: RollingDeployStrategy | None = Field(
+        default=None, description="Rolling deploy strategy (REPLICA)."
+    )
+    max_surge_percent: int | None = Field(
+        default=None,
+        ge=0,
+        le=100,
+        description="Extra replicas during a rolling deploy, in percent.",
+    )
+    max_unavailable_percent: int | None = Field(
+        default=None, ge=0, le=100, description="Replicas allowed unavailable, in percent."
+    )
+    stabilization_time_seconds: int | None = Field(
+        default=None, ge=0, description="Seconds to wait between rolling deploy stages."
+    )
+
+
+class PromotionSettings(ApiModel):
+    scale_down_previous_deployment: bool | None = Field(
+        default=None,
+        description="Promote-time flag passed to POST /promote (default true); never drift.",
+    )
+    preserve_instance_type: bool | None = Field(
+        default=None,
+        description="Promote-time flag passed to POST /promote (default true); never drift.",
+    )
+    redeploy_on_promotion: bool | None = Field(
+        default=None, description="Redeploy a copy of the deployment on promotion."
+    )
+    rolling_deploy: bool | None = Field(default=None, description="Promote with a rolling deploy.")
+    promotion_cleanup_strategy: PromotionCleanupStrategy | None = Field(
+        default=None,
+        description="What happens to the previous deployment: KEEP, SCALE_TO_ZERO or DEACTIVATE.",
+    )
+    ramp_up_while_promoting: bool | None = Field(
+        default=None, description="Shift traffic gradually (canary) while promoting."
+    )
+    ramp_up_duration_seconds: int | None = Field(
+        default=None, ge=0, description="Seconds over which traffic ramps up (10 stages)."
+    )
+    rolling_deploy_config: RollingDeployConfig | None = Field(
+        default=None, description="Rolling deploy parameters."
+    )
+
+
+class EnvironmentSpec(ApiModel):
+    name: str = Field(
+        ...,
+        pattern=ENVIRONMENT_NAME_PATTERN,
+        description="Baseten environment name (lowercase alphanumeric and '-').",
+    )
+    autoscaling: Autoscaling | None = Field(
+        default=None, description="Environment autoscaling settings; drift is corrected."
+    )
+    promotion_settings: PromotionSettings | None = Field(
+        default=None, description="Environment promotion settings; drift is corrected."
+    )
+
+
+class OrphanDeploymentCleanup(ApiModel):
+    scale_to_zero: bool | None = Field(default=None, description="Set min_replica 0 on orphans.")
+    delete: bool | None = Field(default=None, description="Delete old inactive or failed orphans.")
+    delete_after_days: int | None = Field(
+        default=None, ge=1, description="Delete orphans only when older than this many days."
+    )
+    min_to_keep: int | None = Field(
+        default=None, ge=0, description="Always keep this many newest orphans."
+    )
+    interval_minutes: int | None = Field(
+        default=None, ge=10, description="Minutes between cleanup runs (at least 10)."
+    )
+
+
+# --- trussConfig (field order is the hash order of reference/hash-compat.md) ---------------
+
+
+class Resources(ApiModel):
+    accelerator: str = Field(..., description="Accelerator, e.g. H100:1, A100:4, L4.")
+    use_gpu: bool | None = Field(default=None, description="Whether the model uses a GPU.")
+
+
+class DockerAuth(ApiModel):
+    auth_method: str = Field(
+        ..., description="Registry auth method, e.g. GCP_SERVICE_ACCOUNT_JSON."
+    )
+    secret_name: str = Field(..., description="Baseten secret holding the registry credentials.")
+    registry: str = Field(..., description="Registry host, e.g. us-docker.pkg.dev.")
+
+
+class BaseImage(ApiModel):
+    image: str = Field(..., description="Base image reference.")
+    docker_auth: DockerAuth | None = Field(
+        default=None, description="Private registry credentials."
+    )
+
+
+class DockerServer(ApiModel):
+    no_build: bool | None = Field(default=None, description="Skip the image build.")
+    start_command: str | None = Field(default=None, description="Command that starts the server.")
+    readiness_endpoint: str | None = Field(default=None, description="Readiness probe path.")
+    liveness_endpoint: str | None = Field(default=None, description="Liveness probe path.")
+    predict_endpoint: str | None = Field(default=None, description="Prediction path.")
+    server_port: int | None = Field(default=None, description="Server port (8080 is reserved).")
+
+
+class TrussRuntime(ApiModel):
+    predict_concurrency: int | None = Field(default=None, description="Concurrent predictions.")
+
+
+class ModelMetadata(ApiModel):
+    example_model_input: Any = Field(default=None, description="Example input (free JSON).")
+    tags: list[str] | None = Field(default=None, description="Model tags.")
+
+
+class ConfigMapKeyRef(ApiModel):
+    name: str = Field(..., description="ConfigMap name (same namespace).")
+    key: str = Field(..., description="Key holding the script.")
+
+
+class SetupScript(ApiModel):
+    config_map_ref: ConfigMapKeyRef | None = Field(
+        default=None, description="Script read from a ConfigMap key."
+    )
+    inline: str | None = Field(default=None, description="Script text, for small scripts.")
+
+
+class TrussConfig(ApiModel):
+    python_version: str | None = Field(
+        default=None, description="Python version, e.g. py311, py312."
+    )
+    resources: Resources = Field(..., description="Compute resources.")
+    secrets: dict[str, str] | None = Field(
+        default=None, description="Secret names (values are stored in Baseten)."
+    )
+    environment_variables: dict[str, str] | None = Field(
+        default=None, description="Environment variables of the model server."
+    )
+    base_image: BaseImage = Field(..., description="Base image.")
+    docker_server: DockerServer | None = Field(default=None, description="Custom server settings.")
+    runtime: TrussRuntime | None = Field(default=None, description="Truss runtime settings.")
+    model_metadata: ModelMetadata | None = Field(default=None, description="Model metadata.")
+    setup_script: SetupScript | None = Field(
+        default=None, description="Setup script, uploaded as data/setup.sh."
+    )
+
+
+# --- spec ------------------------------------------------------------------------------
+
+
+class BasetenModelSpec(ApiModel):
+    model_name: str = Field(..., min_length=1, description="Model name in Baseten.")
+    mode: Mode = Field(
+        default=Mode.RECONCILE, description="Reconcile (default), Observe (read-only) or Pause."
+    )
+    deletion_policy: DeletionPolicy = Field(
+        default=DeletionPolicy.RETAIN,
+        description="What CR deletion does to the Baseten model: Retain (default), "
+        "DeleteWithGuardrails or Delete.",
+    )
+    paused: bool | None = Field(
+        default=None, description="Deprecated: use mode: Pause. true pauses whatever mode says."
+    )
+    source_deployment_name: str | None = Field(
+        default=None,
+        description="Existing deployment to promote (exactly one of sourceDeploymentName "
+        "and trussConfig).",
+    )
+    truss_config: TrussConfig | None = Field(
+        default=None,
+        description="Deployment the operator pushes with truss (exactly one of "
+        "sourceDeploymentName and trussConfig).",
+    )
+    environment: EnvironmentSpec = Field(..., description="Target Baseten environment.")
+    orphan_deployment_cleanup: OrphanDeploymentCleanup | None = Field(
+        default=None, description="Scale in and delete deployments no environment uses."
+    )
+
+    @model_validator(mode="after")
+    def _exactly_one_source(self) -> BasetenModelSpec:
+        if (self.source_deployment_name is None) == (self.truss_config is None):
+            raise ValueError("exactly one of sourceDeploymentName or trussConfig must be set")
+        return self
+
+    @property
+    def effective_mode(self) -> Mode:
+        """The deprecated `paused: true` pauses whatever `mode` says."""
+        return Mode.PAUSE if self.paused else self.mode
+
+
+# --- status ----------------------------------------------------------------------------
+
+
+class Condition(ApiModel):
+    type: str = Field(..., description="Condition type: Ready or Progressing.")
+    status: Literal["True", "False", "Unknown"] = Field(..., description="True, False, Unknown.")
+    observed_generation: int | None = Field(
+        default=None, description="metadata.generation the condition was computed from."
+    )
+    last_transition_time: str | None = Field(
+        default=None, description="When the status last flipped (RFC 3339)."
+    )
+    reason: str | None = Field(default=None, description="The deploymentStatus.")
+    message: str | None = Field(default=None, description="The status message.")
+
+
+class BasetenModelStatus(ApiModel):
+    model_id: str | None = Field(default=None, alias="modelID", description="Baseten model ID.")
+    model_id_resolved_time: str | None = Field(
+        default=None,
+        alias="modelIDResolvedTime",
+        description="When the model ID was first resolved; never cleared.",
+    )
+    source_deployment_id: str | None = Field(
+        default=None, alias="sourceDeploymentID", description="ID of the last promoted source."
+    )
+    source_deployment_name: str | None = Field(
+        default=None, description="Name of the source deployment."
+    )
+    active_deployment_name: str | None = Field(
+        default=None, description="Environment's current deployment."
+    )
+    candidate_deployment_id: str | None = Field(
+        default=None, alias="candidateDeploymentID", description="Deployment being promoted."
+    )
+    candidate_deployment_name: str | None = Field(
+        default=None, description="Name of the deployment being promoted."
+    )
+    deployment_status: str | None = Field(
+        default=None, description="Baseten deployment status or the operator's own word."
+    )
+    active_replica_count: int | None = Field(
+        default=None, description="Active replicas of the current deployment."
+    )
+    message: str | None = Field(default=None, description="What the operator is doing.")
+    truss_config_hash: str | None = Field(
+        default=None, description="Hash of the pushed trussConfig."
+    )
+    truss_push_status: Literal["TRUSS_PUSHING", "TRUSS_PUSH_DONE"] | None = Field(
+        default=None, description="TRUSS_PUSHING or TRUSS_PUSH_DONE."
+    )
+    truss_push_time: str | None = Field(default=None, description="When the last push started.")
+    last_cleanup_time: str | None = Field(default=None, description="Last orphan cleanup.")
+    first_deployment_failure_time: str | None = Field(
+        default=None, description="First detection of the failing deployment."
+    )
+    deployment_retry_count: int | None = Field(default=None, description="Retries so far.")
+    next_retry_time: str | None = Field(default=None, description="Earliest next retry.")
+    observed_generation: int | None = Field(
+        default=None, description="metadata.generation last reconciled."
+    )
+    conditions: list[Condition] | None = Field(default=None, description="Ready and Progressing.")
+
+
+class BasetenModel(ApiModel):
+    api_version: str | None = Field(default=None, description="models.baseten.com/v1alpha1")
+    kind: str | None = Field(default=None, description="BasetenModel")
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    spec: BasetenModelSpec
+    status: BasetenModelStatus = Field(default_factory=lambda: BasetenModelStatus())
