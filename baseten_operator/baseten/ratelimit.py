@@ -1,0 +1,86 @@
+"""Client-side rate limiting: token buckets shared by every thread using one client.
+
+Baseten counts requests per API key and endpoint. A plain bucket of capacity N
+refilling N per window lets 2N requests through in one window (a full burst, then a
+window's worth of refill), so buckets are sized with burst + refill-per-window == N:
+no window of the documented length ever sees more than N requests.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+from baseten_operator.runtime.clock import Clock
+
+# Share of a limit that may be spent at once; the rest is spread over the window.
+_BURST_SHARE = 0.25
+
+
+@dataclass(frozen=True)
+class Limit:
+    """At most `requests` per `per_seconds`, as documented by the server."""
+
+    requests: int
+    per_seconds: float
+
+    def __post_init__(self) -> None:
+        if self.requests < 1 or self.per_seconds <= 0:
+            raise ValueError(f"invalid rate limit {self.requests}/{self.per_seconds}s")
+
+
+class TokenBucket:
+    """Thread-safe token bucket on an injectable clock.
+
+    A caller that finds the bucket empty reserves the next token anyway (the balance
+    goes negative) and sleeps until its turn: callers are served in arrival order
+    and nobody spins.
+    """
+
+    def __init__(self, rate: float, burst: int, clock: Clock) -> None:
+        if rate <= 0 or burst < 1:
+            raise ValueError(f"invalid token bucket rate={rate} burst={burst}")
+        self.rate = rate
+        self.burst = burst
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._tokens = float(burst)
+        self._last = clock.monotonic()
+
+    @classmethod
+    def for_limit(cls, limit: Limit, clock: Clock) -> TokenBucket:
+        burst = max(1, int(limit.requests * _BURST_SHARE))
+        refill = max(limit.requests - burst, 1)
+        return cls(rate=refill / limit.per_seconds, burst=burst, clock=clock)
+
+    def reserve(self) -> float:
+        """Take one token; return how long the caller must wait before using it."""
+        with self._lock:
+            now = self._clock.monotonic()
+            self._tokens = min(float(self.burst), self._tokens + (now - self._last) * self.rate)
+            self._last = now
+            self._tokens -= 1.0
+            return 0.0 if self._tokens >= 0 else -self._tokens / self.rate
+
+    def acquire(self) -> float:
+        """Take one token, sleeping (on the clock) until it is ours; return the seconds waited."""
+        delay = self.reserve()
+        if delay > 0:
+            self._clock.sleep(delay)
+        return delay
+
+
+class EndpointRateLimiter:
+    """One bucket per endpoint template, created on first use."""
+
+    def __init__(self, clock: Clock) -> None:
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._buckets: dict[str, TokenBucket] = {}
+
+    def acquire(self, endpoint: str, limit: Limit) -> float:
+        with self._lock:
+            bucket = self._buckets.get(endpoint)
+            if bucket is None:
+                bucket = self._buckets[endpoint] = TokenBucket.for_limit(limit, self._clock)
+        return bucket.acquire()
