@@ -1,0 +1,487 @@
+"""A thin dynamic Kubernetes client that speaks plain JSON dicts.
+
+It rides on `kubernetes.client.ApiClient` for configuration, authentication and the
+connection pool, but never deserializes into the generated models: every response is
+`json.loads`-ed, which is much cheaper and works for custom resources alike.
+Errors become typed `ApiError` subclasses built from the server's `Status` body.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Literal
+from urllib.parse import quote
+
+import structlog
+import urllib3
+from kubernetes import client as k8s_client
+from kubernetes import config as k8s_config
+
+log = structlog.get_logger(__name__)
+
+DEFAULT_REQUEST_TIMEOUT = 30.0
+# A watch is expected to send something (an event or a bookmark) or to end at its
+# `timeoutSeconds`; a stream silent well past that is dead and must be abandoned.
+WATCH_READ_GRACE = 30.0
+WATCH_CONNECT_TIMEOUT = 10.0
+
+QueryParams = list[tuple[str, str]]
+# A merge or strategic patch is an object; a JSON patch (RFC 6902) is a list of operations.
+PatchBody = dict[str, Any] | list[dict[str, Any]]
+PatchType = Literal["merge", "json", "strategic"]
+_PATCH_CONTENT_TYPES: dict[str, str] = {
+    "merge": "application/merge-patch+json",
+    "json": "application/json-patch+json",
+    "strategic": "application/strategic-merge-patch+json",
+}
+
+
+@dataclass(frozen=True)
+class Resource:
+    group: str
+    version: str
+    plural: str
+    kind: str
+    namespaced: bool = True
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    def path(
+        self, namespace: str | None = None, name: str | None = None, subresource: str | None = None
+    ) -> str:
+        """The request path; a namespaced resource without namespace means all namespaces."""
+        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        if self.namespaced and namespace:
+            base += f"/namespaces/{quote(namespace, safe='')}"
+        path = f"{base}/{self.plural}"
+        if name is not None:
+            path += f"/{quote(name, safe='')}"
+        if subresource is not None:
+            path += f"/{subresource}"
+        return path
+
+
+CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap")
+SECRETS = Resource("", "v1", "secrets", "Secret")
+EVENTS = Resource("", "v1", "events", "Event")
+NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
+LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
+CRDS = Resource(
+    "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False
+)
+
+
+class ApiError(Exception):
+    """A Kubernetes API error; `body` is the decoded `Status` object when there is one."""
+
+    def __init__(self, status: int, reason: str, message: str, body: dict[str, Any] | None = None):
+        super().__init__(f"{status} {reason}: {message}")
+        self.status = status
+        self.reason = reason
+        self.message = message
+        self.body = body
+
+
+class NotFound(ApiError):
+    pass
+
+
+class AlreadyExists(ApiError):
+    pass
+
+
+class Conflict(ApiError):
+    pass
+
+
+class Gone(ApiError):
+    """410: the requested resourceVersion is too old (history compacted): relist."""
+
+
+class Invalid(ApiError):
+    pass
+
+
+class TooManyRequests(ApiError):
+    def __init__(
+        self,
+        status: int,
+        reason: str,
+        message: str,
+        body: dict[str, Any] | None = None,
+        retry_after: float | None = None,
+    ):
+        super().__init__(status, reason, message, body)
+        self.retry_after = retry_after
+
+
+class Unauthorized(ApiError):
+    pass
+
+
+class Forbidden(ApiError):
+    pass
+
+
+class ServerError(ApiError):
+    pass
+
+
+class UnsupportedMediaType(ApiError):
+    pass
+
+
+class ConnectionFailed(ApiError):
+    """No HTTP answer at all (refused, reset, timed out): status 0."""
+
+
+_ERRORS_BY_STATUS: dict[int, type[ApiError]] = {
+    401: Unauthorized,
+    403: Forbidden,
+    404: NotFound,
+    409: Conflict,
+    410: Gone,
+    415: UnsupportedMediaType,
+    422: Invalid,
+    429: TooManyRequests,
+}
+
+
+def api_error(
+    status: int, body: dict[str, Any] | None, retry_after_header: str | None = None
+) -> ApiError:
+    """Build the typed error for an HTTP status and its (possibly absent) Status body."""
+    status_body = body if isinstance(body, dict) else None
+    reason = str((status_body or {}).get("reason") or "")
+    message = str((status_body or {}).get("message") or "")
+    if status == 409 and reason == "AlreadyExists":
+        return AlreadyExists(status, reason, message, status_body)
+    if status == 429:
+        return TooManyRequests(
+            status, reason, message, status_body, _retry_after(status_body, retry_after_header)
+        )
+    cls = _ERRORS_BY_STATUS.get(status)
+    if cls is None:
+        cls = ServerError if status >= 500 else ApiError
+    return cls(status, reason, message, status_body)
+
+
+def _retry_after(body: dict[str, Any] | None, header: str | None) -> float | None:
+    if header:
+        try:
+            return float(header)
+        except ValueError:
+            pass  # an HTTP date: fall back to the Status details
+    seconds = ((body or {}).get("details") or {}).get("retryAfterSeconds")
+    return float(seconds) if isinstance(seconds, int | float) else None
+
+
+def object_key(obj: dict[str, Any]) -> str:
+    """ "namespace/name", or just "name" for a cluster-scoped object."""
+    meta = obj.get("metadata") or {}
+    namespace = meta.get("namespace")
+    return f"{namespace}/{meta['name']}" if namespace else str(meta["name"])
+
+
+def _decode(data: bytes) -> Any:
+    if not data:
+        return None
+    try:
+        return json.loads(data)
+    except ValueError:
+        return None
+
+
+class WatchStream(Iterator[dict[str, Any]]):
+    """The events of one watch request, read line by line as they arrive.
+
+    `close()` may be called from another thread: it shuts the socket down so a
+    reader blocked on it returns at once, and iteration then ends quietly.
+    """
+
+    def __init__(self, response: urllib3.BaseHTTPResponse) -> None:
+        self._response = response
+        self._lines = iter(response)
+        self._closed = threading.Event()
+        self._lock = threading.Lock()
+        self._finished = False
+
+    def __next__(self) -> dict[str, Any]:
+        while True:
+            try:
+                line = next(self._lines)
+            except StopIteration:
+                self._finish(reusable=True)
+                raise
+            except Exception as exc:
+                if self._closed.is_set():
+                    raise StopIteration from None
+                self._finish(reusable=False)
+                if isinstance(exc, urllib3.exceptions.HTTPError | OSError | ValueError):
+                    raise ConnectionFailed(0, "ConnectionError", f"watch broke: {exc}") from exc
+                raise
+            if not line.strip():
+                continue
+            event = json.loads(line)
+            if event.get("type") == "ERROR":
+                self._finish(reusable=False)
+                status = event.get("object") or {}
+                raise api_error(int(status.get("code") or 500), status)
+            return dict(event)
+
+    def close(self) -> None:
+        self._closed.set()
+        self._finish(reusable=False)
+
+    def _finish(self, *, reusable: bool) -> None:
+        with self._lock:
+            if self._finished:
+                return
+            self._finished = True
+            if not reusable:
+                # Shut the socket first: that is what wakes a reader blocked in recv.
+                with contextlib.suppress(Exception):
+                    self._response.shutdown()
+                self._response.close()
+            self._response.release_conn()
+
+
+class KubeClient:
+    def __init__(
+        self, api_client: k8s_client.ApiClient, *, request_timeout: float = DEFAULT_REQUEST_TIMEOUT
+    ) -> None:
+        self.api_client = api_client
+        self.request_timeout = request_timeout
+
+    # -- construction -------------------------------------------------------------------
+
+    @classmethod
+    def from_kubeconfig(cls, path: str | None = None, context: str | None = None) -> KubeClient:
+        configuration = k8s_client.Configuration()
+        k8s_config.load_kube_config(
+            config_file=path, context=context, client_configuration=configuration
+        )
+        return cls(k8s_client.ApiClient(configuration))
+
+    @classmethod
+    def in_cluster(cls) -> KubeClient:
+        configuration = k8s_client.Configuration()
+        k8s_config.load_incluster_config(client_configuration=configuration)
+        return cls(k8s_client.ApiClient(configuration))
+
+    @classmethod
+    def auto(cls) -> KubeClient:
+        """$KUBECONFIG, else ~/.kube/config, else the pod's service account."""
+        env_path = os.environ.get("KUBECONFIG")
+        if env_path:
+            return cls.from_kubeconfig(env_path.split(os.pathsep)[0])
+        home_config = os.path.expanduser("~/.kube/config")
+        if os.path.exists(home_config):
+            return cls.from_kubeconfig(home_config)
+        return cls.in_cluster()
+
+    def close(self) -> None:
+        self.api_client.close()
+
+    # -- reads --------------------------------------------------------------------------
+
+    def get(self, res: Resource, name: str, namespace: str | None = None) -> dict[str, Any]:
+        return self._json("GET", res.path(namespace, name))
+
+    def list(
+        self,
+        res: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        limit: int | None = None,
+        continue_token: str | None = None,
+        resource_version: str | None = None,
+    ) -> dict[str, Any]:
+        query = _query(
+            labelSelector=label_selector,
+            fieldSelector=field_selector,
+            limit=limit,
+            resourceVersion=resource_version,
+            **{"continue": continue_token},
+        )
+        return self._json("GET", res.path(namespace), query=query)
+
+    def watch(
+        self,
+        res: Resource,
+        namespace: str | None = None,
+        *,
+        resource_version: str | None = None,
+        timeout_seconds: int | None = None,
+        allow_bookmarks: bool = True,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> WatchStream:
+        """Open a watch; iterate the result for {"type", "object"} events.
+
+        An ERROR event raises its typed error (`Gone` for an expired resourceVersion);
+        the server ending the stream (its timeout) ends the iteration.
+        """
+        query = _query(
+            watch="true",
+            resourceVersion=resource_version,
+            timeoutSeconds=timeout_seconds,
+            allowWatchBookmarks="true" if allow_bookmarks else None,
+            labelSelector=label_selector,
+            fieldSelector=field_selector,
+        )
+        read_timeout = None if timeout_seconds is None else timeout_seconds + WATCH_READ_GRACE
+        response = self._send(
+            "GET", res.path(namespace), query=query, timeout=(WATCH_CONNECT_TIMEOUT, read_timeout)
+        )
+        if not 200 <= response.status <= 299:
+            self._raise(response)
+        return WatchStream(response)
+
+    # -- writes -------------------------------------------------------------------------
+
+    def create(
+        self,
+        res: Resource,
+        body: dict[str, Any],
+        namespace: str | None = None,
+        *,
+        dry_run: bool = False,
+    ) -> dict[str, Any]:
+        namespace = namespace or (body.get("metadata") or {}).get("namespace")
+        return self._json(
+            "POST", res.path(namespace), body=body, query=_query(dryRun="All" if dry_run else None)
+        )
+
+    def update(
+        self, res: Resource, body: dict[str, Any], *, dry_run: bool = False
+    ) -> dict[str, Any]:
+        meta = body["metadata"]
+        return self._json(
+            "PUT",
+            res.path(meta.get("namespace"), meta["name"]),
+            body=body,
+            query=_query(dryRun="All" if dry_run else None),
+        )
+
+    def update_status(self, res: Resource, body: dict[str, Any]) -> dict[str, Any]:
+        meta = body["metadata"]
+        return self._json("PUT", res.path(meta.get("namespace"), meta["name"], "status"), body=body)
+
+    def patch(
+        self,
+        res: Resource,
+        name: str,
+        body: PatchBody,
+        namespace: str | None = None,
+        *,
+        patch_type: PatchType = "merge",
+        subresource: str | None = None,
+        dry_run: bool = False,
+    ) -> dict[str, Any]:
+        return self._json(
+            "PATCH",
+            res.path(namespace, name, subresource),
+            body=body,
+            content_type=_PATCH_CONTENT_TYPES[patch_type],
+            query=_query(dryRun="All" if dry_run else None),
+        )
+
+    def delete(
+        self,
+        res: Resource,
+        name: str,
+        namespace: str | None = None,
+        *,
+        preconditions: dict[str, Any] | None = None,
+        propagation_policy: str | None = None,
+        dry_run: bool = False,
+    ) -> dict[str, Any] | None:
+        """Delete; returns the object as the server last saw it, or None for a bare Status."""
+        options: dict[str, Any] = {"kind": "DeleteOptions", "apiVersion": "v1"}
+        if preconditions:
+            options["preconditions"] = preconditions
+        if propagation_policy:
+            options["propagationPolicy"] = propagation_policy
+        if dry_run:
+            options["dryRun"] = ["All"]
+        result = self._json("DELETE", res.path(namespace, name), body=options)
+        if not isinstance(result, dict) or result.get("kind") == "Status":
+            return None
+        return result
+
+    # -- plumbing -----------------------------------------------------------------------
+
+    def _json(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: QueryParams | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+    ) -> Any:
+        response = self._send(
+            method,
+            path,
+            query=query,
+            body=body,
+            content_type=content_type,
+            timeout=self.request_timeout,
+        )
+        try:
+            data = response.data
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise ConnectionFailed(0, "ConnectionError", f"{method} {path}: {exc}") from exc
+        finally:
+            response.release_conn()
+        if not 200 <= response.status <= 299:
+            raise api_error(response.status, _decode(data), response.headers.get("Retry-After"))
+        return _decode(data)
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: QueryParams | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+        timeout: float | tuple[float, float | None],
+    ) -> urllib3.BaseHTTPResponse:
+        headers = {"Accept": "application/json", "Content-Type": content_type}
+        request = self.api_client.param_serialize(
+            method,
+            path,
+            query_params=query or None,
+            header_params=headers,
+            body=body,
+            auth_settings=["BearerToken"],
+        )
+        try:
+            rest_response = self.api_client.call_api(*request, _request_timeout=timeout)
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise ConnectionFailed(0, "ConnectionError", f"{method} {path}: {exc}") from exc
+        response: urllib3.BaseHTTPResponse = rest_response.response
+        return response
+
+    @staticmethod
+    def _raise(response: urllib3.BaseHTTPResponse) -> None:
+        try:
+            data = response.data
+        finally:
+            response.release_conn()
+        raise api_error(response.status, _decode(data), response.headers.get("Retry-After"))
+
+
+def _query(**params: str | int | None) -> QueryParams:
+    return [(key, str(value)) for key, value in params.items() if value is not None]
