@@ -1,0 +1,125 @@
+"""One truss push, in a process of its own: ``python -m baseten_operator.truss.push_child``.
+
+truss costs ~100 MB and most of a second to import, mutates ``os.environ`` (it strips
+``AWS_*`` during the upload) and uses boto3's global session, so the operator never
+imports it: every push runs here, isolated, and the process ends with it.
+
+Protocol with the parent (baseten_operator.truss.pusher):
+- stdin: one JSON ``ChildRequest``;
+- the API key: the environment variable ``API_KEY_ENV`` (never argv, never logged);
+- stdout: the JSON ``ChildResult`` on the last line. Everything else truss prints is
+  sent to stderr so it cannot corrupt the result.
+- exit code 0 when the push succeeded, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import warnings
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from baseten_operator.truss.config import write_truss_dir
+from baseten_operator.truss.naming import TRUSS_NAME_PATTERN, validate_push_names
+
+API_KEY_ENV = "BASETEN_OPERATOR_PUSH_API_KEY"
+MAX_ERROR_LENGTH = 500
+REDACTED = "<redacted>"
+
+
+class ChildRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    remote_url: str
+    model_name: str
+    deployment_name: str
+    truss_config: dict[str, object]
+    setup_script: str = ""
+
+
+class ChildResult(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    succeeded: bool
+    model_id: str | None = None
+    deployment_id: str | None = None
+    error: str | None = None
+
+
+def redact(text: str, secret: str) -> str:
+    return text.replace(secret, REDACTED) if secret else text
+
+
+def short_error(text: str, secret: str) -> str:
+    """The last non-empty line of `text`, redacted and bounded: fit for a status message."""
+    lines = [line.strip() for line in redact(text, secret).splitlines() if line.strip()]
+    message = lines[-1] if lines else ""
+    if len(message) > MAX_ERROR_LENGTH:
+        message = message[: MAX_ERROR_LENGTH - 3] + "..."
+    return message
+
+
+def describe_exception(exc: BaseException, secret: str) -> str:
+    if isinstance(exc, ValidationError):
+        # pydantic's text spans lines and ends with a link; keep field and reason only.
+        problems = "; ".join(
+            f"{'.'.join(str(part) for part in error['loc'])}: {error['msg']}"
+            for error in exc.errors()
+        )
+        return short_error(f"invalid {exc.title}: {problems}", secret)
+    return short_error(str(exc), secret) or type(exc).__name__
+
+
+def push(request: ChildRequest, api_key: str) -> ChildResult:
+    """Write the truss directory in a temporary directory and push it with truss."""
+    validate_push_names(request.model_name, None)
+    if not request.deployment_name or not TRUSS_NAME_PATTERN.match(request.deployment_name):
+        raise ValueError(f"deployment name {request.deployment_name!r} is not valid for truss")
+
+    # Imported here only: this module's wire models are also used by the operator process.
+    from truss.remote.baseten.remote import BasetenRemote
+    from truss.truss_handle.build import load
+
+    with tempfile.TemporaryDirectory(prefix="baseten-truss-push-") as workdir:
+        truss_dir = write_truss_dir(
+            Path(workdir) / "truss",
+            request.model_name,
+            request.truss_config,
+            request.setup_script,
+        )
+        remote = BasetenRemote(request.remote_url, api_key)
+        service = remote.push(
+            load(str(truss_dir)),
+            model_name=request.model_name,
+            working_dir=truss_dir,
+            publish=True,
+            deployment_name=request.deployment_name,
+        )
+        return ChildResult(
+            succeeded=True, model_id=service.model_id, deployment_id=service.model_version_id
+        )
+
+
+def main() -> int:
+    # Keep the real stdout for the result; whatever truss prints goes to stderr.
+    result_stream = os.fdopen(os.dup(sys.stdout.fileno()), "w", encoding="utf-8")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    sys.stdout = sys.stderr
+    # pathspec warns on every push; strict warning filters must not fail it.
+    warnings.simplefilter("ignore", DeprecationWarning)
+
+    api_key = os.environ.pop(API_KEY_ENV, "")
+    try:
+        result = push(ChildRequest.model_validate_json(sys.stdin.read()), api_key)
+    except Exception as exc:  # every failure becomes a one-line outcome for the parent
+        result = ChildResult(succeeded=False, error=describe_exception(exc, api_key))
+    with result_stream:
+        result_stream.write(result.model_dump_json() + "\n")
+    return 0 if result.succeeded else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

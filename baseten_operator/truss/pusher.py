@@ -1,0 +1,324 @@
+"""Truss pushes in the background: one isolated child process each, bounded, with a hard timeout.
+
+The reconciler launches a push and returns at once; a supervisor thread per push feeds the
+child (baseten_operator.truss.push_child) its request on stdin and reads the result from
+the last line of its stdout. A watchdog thread kills any child that outlives `timeout`
+(measured on the injected clock). The outcome is kept until the reconciler takes it, and
+`on_done` is called so it can enqueue the CR: the reconciler alone writes status.
+
+truss itself is never imported here: only the child imports it.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+from pydantic import ValidationError
+
+from baseten_operator.runtime import metrics
+from baseten_operator.runtime.clock import Clock, RealClock
+from baseten_operator.truss.push_child import (
+    API_KEY_ENV,
+    ChildRequest,
+    ChildResult,
+    redact,
+    short_error,
+)
+
+log = structlog.get_logger(__name__)
+
+DEFAULT_CHILD_ARGV: tuple[str, ...] = (sys.executable, "-m", "baseten_operator.truss.push_child")
+STDERR_LOG_LINES = 20
+
+
+@dataclass(frozen=True)
+class PushRequest:
+    key: str  # "ns/name" of the BasetenModel
+    model_name: str
+    deployment_name: str
+    truss_config: dict[str, Any]  # camelCase, as in the CR
+    setup_script: str
+    model_id: str | None
+
+
+@dataclass(frozen=True)
+class PushOutcome:
+    key: str
+    deployment_name: str
+    succeeded: bool
+    error: str | None
+    model_id: str | None
+    deployment_id: str | None
+    duration: float
+
+
+@dataclass
+class _Push:
+    request: PushRequest
+    started: float
+    deadline: float
+    process: subprocess.Popen[bytes] | None = None
+    # Why the push is being killed ("timeout", "stopped"), None while it may run on.
+    cancel_reason: str | None = None
+    thread: threading.Thread | None = field(default=None, repr=False)
+
+
+def format_duration(seconds: float) -> str:
+    minutes, secs = divmod(round(seconds), 60)
+    return f"{minutes}m{secs}s" if minutes else f"{seconds:g}s"
+
+
+def _kill(process: subprocess.Popen[bytes]) -> None:
+    # The child leads its own session: kill the group, in case truss spawned helpers.
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        process.kill()
+
+
+class TrussPusher:
+    def __init__(
+        self,
+        api_key: str,
+        remote_url: str,
+        *,
+        max_concurrent: int = 4,
+        timeout: float = 300.0,
+        on_done: Callable[[PushOutcome], None] | None = None,
+        clock: Clock | None = None,
+        child_argv: Sequence[str] = DEFAULT_CHILD_ARGV,
+    ) -> None:
+        if max_concurrent < 1:
+            raise ValueError("max_concurrent must be at least 1")
+        self._api_key = api_key
+        self._remote_url = remote_url.rstrip("/")
+        self._max_concurrent = max_concurrent
+        self._timeout = timeout
+        self._on_done = on_done
+        self._clock: Clock = clock or RealClock()
+        self._child_argv = list(child_argv)
+        self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
+        self._running: dict[str, _Push] = {}
+        self._outcomes: dict[str, PushOutcome] = {}
+        self._stopped = False
+        self._watchdog: threading.Thread | None = None
+
+    # --- what the reconciler asks -----------------------------------------------------
+
+    def has_capacity(self) -> bool:
+        with self._lock:
+            return not self._stopped and len(self._running) < self._max_concurrent
+
+    def in_flight(self, deployment_name: str) -> bool:
+        with self._lock:
+            return self._in_flight_locked(deployment_name)
+
+    def take_outcome(self, key: str) -> PushOutcome | None:
+        with self._lock:
+            return self._outcomes.pop(key, None)
+
+    def launch(self, req: PushRequest) -> bool:
+        """Start `req` in the background; False when there is no capacity for it.
+
+        A push for a key or a deployment name already in flight is refused as well (False):
+        two pushes of one name would create two deployments.
+        """
+        with self._lock:
+            if self._stopped or len(self._running) >= self._max_concurrent:
+                return False
+            if req.key in self._running or self._in_flight_locked(req.deployment_name):
+                log.info(
+                    "truss push already in flight", key=req.key, deployment=req.deployment_name
+                )
+                return False
+            now = self._clock.monotonic()
+            push = _Push(request=req, started=now, deadline=now + self._timeout)
+            self._running[req.key] = push
+            self._outcomes.pop(req.key, None)
+            self._ensure_watchdog_locked()
+            push.thread = threading.Thread(
+                target=self._supervise, args=(push,), name=f"truss-push-{req.key}", daemon=True
+            )
+            self._changed.notify_all()
+        log.info(
+            "truss push launched",
+            key=req.key,
+            model=req.model_name,
+            deployment=req.deployment_name,
+        )
+        push.thread.start()
+        return True
+
+    # --- lifecycle ----------------------------------------------------------------------
+
+    def start(self) -> None:
+        with self._lock:
+            self._stopped = False
+            self._ensure_watchdog_locked()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Refuse new pushes, kill the running children and wait for their supervisors."""
+        with self._lock:
+            self._stopped = True
+            pushes = list(self._running.values())
+            for push in pushes:
+                self._cancel_locked(push, "stopped")
+            watchdog = self._watchdog
+            self._changed.notify_all()
+        for thread in [p.thread for p in pushes] + [watchdog]:
+            if thread is not None and thread is not threading.current_thread():
+                thread.join(timeout)
+
+    # --- internals ------------------------------------------------------------------------
+
+    def _in_flight_locked(self, deployment_name: str) -> bool:
+        return any(p.request.deployment_name == deployment_name for p in self._running.values())
+
+    def _ensure_watchdog_locked(self) -> None:
+        if self._watchdog is None or not self._watchdog.is_alive():
+            self._watchdog = threading.Thread(
+                target=self._watch_deadlines, name="truss-push-watchdog", daemon=True
+            )
+            self._watchdog.start()
+
+    def _cancel_locked(self, push: _Push, reason: str) -> None:
+        if push.cancel_reason is None:
+            push.cancel_reason = reason
+        if push.process is not None:
+            _kill(push.process)
+
+    def _watch_deadlines(self) -> None:
+        with self._lock:
+            while not (self._stopped and not self._running):
+                now = self._clock.monotonic()
+                waiting = [p for p in self._running.values() if p.cancel_reason is None]
+                for push in waiting:
+                    if now >= push.deadline:
+                        log.warning(
+                            "truss push timed out, killing it",
+                            key=push.request.key,
+                            deployment=push.request.deployment_name,
+                        )
+                        self._cancel_locked(push, "timeout")
+                deadlines = [p.deadline for p in waiting if p.cancel_reason is None]
+                self._clock.wait(self._changed, min(deadlines) - now if deadlines else None)
+
+    def _supervise(self, push: _Push) -> None:
+        try:
+            outcome = self._run_child(push)
+        except Exception as exc:  # an outcome must come back whatever happens
+            log.exception("truss push supervisor failed", key=push.request.key)
+            outcome = self._outcome(push, error=short_error(str(exc), self._api_key) or "error")
+        self._finish(push, outcome)
+
+    def _run_child(self, push: _Push) -> PushOutcome:
+        req = push.request
+        child_request = ChildRequest(
+            remote_url=self._remote_url,
+            model_name=req.model_name,
+            deployment_name=req.deployment_name,
+            truss_config=req.truss_config,
+            setup_script=req.setup_script,
+        )
+        process = subprocess.Popen(
+            self._child_argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={**os.environ, API_KEY_ENV: self._api_key},
+            start_new_session=True,
+        )
+        with self._lock:
+            push.process = process
+            if push.cancel_reason is not None:  # timed out or stopped before it started
+                _kill(process)
+        stdout, stderr = process.communicate(child_request.model_dump_json().encode())
+        return self._interpret(push, process.returncode, stdout, stderr)
+
+    def _interpret(self, push: _Push, returncode: int, stdout: bytes, stderr: bytes) -> PushOutcome:
+        with self._lock:
+            cancel_reason = push.cancel_reason
+        if cancel_reason == "timeout":
+            return self._outcome(push, error=f"timed out after {format_duration(self._timeout)}")
+        if cancel_reason == "stopped":
+            return self._outcome(push, error="cancelled: the operator is shutting down")
+        result = self._parse_result(stdout)
+        if result is None or not result.succeeded:
+            self._log_child_stderr(push, stderr)
+        if result is None:
+            error = short_error(stderr.decode(errors="replace"), self._api_key)
+            return self._outcome(push, error=error or f"push process exited with code {returncode}")
+        if not result.succeeded:
+            return self._outcome(push, error=redact(result.error or "push failed", self._api_key))
+        return self._outcome(
+            push, model_id=result.model_id, deployment_id=result.deployment_id, succeeded=True
+        )
+
+    @staticmethod
+    def _parse_result(stdout: bytes) -> ChildResult | None:
+        lines = [line for line in stdout.decode(errors="replace").splitlines() if line.strip()]
+        if not lines:
+            return None
+        try:
+            return ChildResult.model_validate_json(lines[-1])
+        except ValidationError:
+            return None
+
+    def _log_child_stderr(self, push: _Push, stderr: bytes) -> None:
+        tail = stderr.decode(errors="replace").splitlines()[-STDERR_LOG_LINES:]
+        log.debug(
+            "truss push child output",
+            key=push.request.key,
+            stderr=redact("\n".join(tail), self._api_key),
+        )
+
+    def _outcome(
+        self,
+        push: _Push,
+        *,
+        error: str | None = None,
+        succeeded: bool = False,
+        model_id: str | None = None,
+        deployment_id: str | None = None,
+    ) -> PushOutcome:
+        return PushOutcome(
+            key=push.request.key,
+            deployment_name=push.request.deployment_name,
+            succeeded=succeeded,
+            error=None if succeeded else error,
+            model_id=model_id,
+            deployment_id=deployment_id,
+            duration=self._clock.monotonic() - push.started,
+        )
+
+    def _finish(self, push: _Push, outcome: PushOutcome) -> None:
+        with self._lock:
+            result = "timeout" if push.cancel_reason == "timeout" else None
+            self._running.pop(push.request.key, None)
+            self._outcomes[push.request.key] = outcome
+            self._changed.notify_all()
+        result = result or ("succeeded" if outcome.succeeded else "failed")
+        metrics.TRUSS_PUSHES.labels(result=result).inc()
+        metrics.TRUSS_PUSH_DURATION.observe(outcome.duration)
+        log.info(
+            "truss push finished",
+            key=outcome.key,
+            deployment=outcome.deployment_name,
+            result=result,
+            error=outcome.error,
+            duration=round(outcome.duration, 3),
+        )
+        if self._on_done is not None:
+            try:
+                self._on_done(outcome)
+            except Exception:  # the callback's failure must not lose the outcome
+                log.exception("truss push on_done callback failed", key=outcome.key)
