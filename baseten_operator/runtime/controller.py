@@ -1,0 +1,247 @@
+"""A controller: informer events in, keys through a rate-limited queue, reconcile passes out.
+
+The shape and the outcome rules are controller-runtime's:
+- a pass returns `Result()` (done: forget the key's failures), `Result(requeue_after=s)`
+  (forget, then look again in `s` seconds) or `Result(requeue=True)` (rate-limited);
+- an `Exception` requeues the key with the rate limiter's backoff;
+- a `TerminalError` is not retried: the object has to change first;
+- anything else that escapes a pass (a `BaseException` that is not an `Exception`,
+  e.g. a stray `sys.exit()` in reconcile code) is counted as a panic, requeued like
+  an error, and never takes the worker thread down.
+Workers wait for every watched informer to sync before the first pass, so a pass
+never acts on a half-filled cache.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Protocol
+
+import structlog
+
+from baseten_operator.runtime import metrics
+from baseten_operator.runtime.clock import Clock, RealClock
+from baseten_operator.runtime.logging import bound_context
+from baseten_operator.runtime.workqueue import RateLimitingQueue
+
+_log = structlog.get_logger(__name__)
+
+# How often a worker re-checks the informers before the caches have synced.
+_SYNC_POLL_SECONDS = 0.05
+
+
+@dataclass(frozen=True)
+class Request:
+    namespace: str
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.name}" if self.namespace else self.name
+
+    @classmethod
+    def for_object(cls, obj: dict) -> Request:
+        metadata = obj.get("metadata") or {}
+        return cls(metadata.get("namespace") or "", metadata["name"])
+
+
+@dataclass
+class Result:
+    requeue_after: float | None = None
+    requeue: bool = False
+
+
+class TerminalError(Exception):
+    """The pass cannot succeed until the object changes: do not retry."""
+
+
+class Reconciler(Protocol):
+    def reconcile(self, request: Request) -> Result: ...
+
+
+class EventSource(Protocol):
+    """The part of an informer a controller uses."""
+
+    def add_event_handler(
+        self,
+        on_add: Callable[[dict], None] | None = None,
+        on_update: Callable[[dict, dict], None] | None = None,
+        on_delete: Callable[[dict], None] | None = None,
+    ) -> None: ...
+
+    def has_synced(self) -> bool: ...
+
+
+MapFunc = Callable[[dict], Iterable[Request]]
+
+
+class Controller:
+    def __init__(
+        self,
+        name: str,
+        informer: EventSource,
+        reconciler: Reconciler,
+        *,
+        max_concurrent_reconciles: int = 5,
+        queue: RateLimitingQueue | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        if max_concurrent_reconciles < 1:
+            raise ValueError("max_concurrent_reconciles must be at least 1")
+        self._name = name
+        self._reconciler = reconciler
+        self._workers_wanted = max_concurrent_reconciles
+        self._clock: Clock = clock or RealClock()
+        # `is None`, not `or`: an empty queue is falsy.
+        self._queue = RateLimitingQueue(name, clock=self._clock) if queue is None else queue
+        self._sources: list[EventSource] = []
+        self._workers: list[threading.Thread] = []
+        self._stop_requested = threading.Event()
+
+        self._total = {
+            result: metrics.RECONCILE_TOTAL.labels(controller=name, result=result)
+            for result in ("success", "error", "requeue", "requeue_after")
+        }
+        self._errors = metrics.RECONCILE_ERRORS.labels(controller=name)
+        self._terminal_errors = metrics.TERMINAL_RECONCILE_ERRORS.labels(controller=name)
+        self._panics = metrics.RECONCILE_PANICS.labels(controller=name)
+        self._time = metrics.RECONCILE_TIME.labels(controller=name)
+        self._active_workers = metrics.ACTIVE_WORKERS.labels(controller=name)
+        metrics.MAX_CONCURRENT_RECONCILES.labels(controller=name).set(max_concurrent_reconciles)
+
+        self.watch(informer, lambda obj: [Request.for_object(obj)])
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def queue(self) -> RateLimitingQueue:
+        return self._queue
+
+    def watch(self, informer: EventSource, map_fn: MapFunc) -> None:
+        """Enqueue whatever `map_fn` returns for each add, update (old and new) and delete."""
+
+        def enqueue_mapped(obj: dict) -> None:
+            try:
+                requests = list(map_fn(obj))
+            except Exception:
+                # A handler that raises would break the informer's dispatch loop.
+                _log.exception("mapping a watch event failed", controller=self._name)
+                return
+            for request in requests:
+                self._queue.add(request)
+
+        def on_update(old: dict, new: dict) -> None:
+            # Both sides: an object that stops referring to a primary must reach it too.
+            enqueue_mapped(old)
+            enqueue_mapped(new)
+
+        informer.add_event_handler(
+            on_add=enqueue_mapped, on_update=on_update, on_delete=enqueue_mapped
+        )
+        self._sources.append(informer)
+
+    def enqueue(self, request: Request, after: float = 0) -> None:
+        self._queue.add_after(request, after)
+
+    def start(self) -> None:
+        if self._workers:
+            raise RuntimeError(f"controller {self._name} already started")
+        for index in range(self._workers_wanted):
+            worker = threading.Thread(
+                target=self._run_worker, name=f"{self._name}-worker-{index}", daemon=True
+            )
+            self._workers.append(worker)
+            worker.start()
+        _log.info("controller started", controller=self._name, workers=self._workers_wanted)
+
+    def stop(self, drain_timeout: float) -> bool:
+        """Start no new pass; wait up to `drain_timeout` (controller clock) for running ones.
+
+        Returns whether every in-flight pass finished in time. Passes that did not
+        keep running on their (daemon) threads; their outcome is no longer requeued.
+        """
+        self._stop_requested.set()
+        drained = self._queue.shut_down_with_drain(timeout=drain_timeout)
+        if drained:
+            for worker in self._workers:
+                worker.join()
+        else:
+            self._queue.shutdown()
+        _log.info("controller stopped", controller=self._name, drained=drained)
+        return drained
+
+    # --- workers ----------------------------------------------------------------------
+
+    def _run_worker(self) -> None:
+        if not self._wait_for_caches():
+            return
+        while True:
+            request, shutdown = self._queue.get()
+            if shutdown:
+                return
+            try:
+                if not self._stop_requested.is_set():
+                    self._reconcile_once(request)
+            finally:
+                self._queue.done(request)
+
+    def _wait_for_caches(self) -> bool:
+        while not all(source.has_synced() for source in self._sources):
+            if self._stop_requested.wait(_SYNC_POLL_SECONDS):
+                return False
+        return True
+
+    def _reconcile_once(self, request: Request) -> None:
+        self._active_workers.inc()
+        started = self._clock.monotonic()
+        try:
+            with bound_context(
+                controller=self._name,
+                namespace=request.namespace,
+                name=request.name,
+                reconcile_id=str(uuid.uuid4()),
+            ):
+                self._run_pass(request)
+        finally:
+            self._time.observe(max(0.0, self._clock.monotonic() - started))
+            self._active_workers.dec()
+
+    def _run_pass(self, request: Request) -> None:
+        try:
+            result = self._reconciler.reconcile(request)
+        except TerminalError as error:
+            self._queue.forget(request)
+            self._count_error()
+            self._terminal_errors.inc()
+            _log.error("reconcile failed terminally, not retrying", error=str(error))
+        except Exception as error:
+            self._queue.add_rate_limited(request)
+            self._count_error()
+            _log.error("reconcile failed", error=str(error), exc_info=error)
+        except BaseException as crash:  # a worker must survive any pass
+            self._queue.add_rate_limited(request)
+            self._count_error()
+            self._panics.inc()
+            _log.error("reconcile crashed", error=repr(crash), exc_info=crash)
+        else:
+            self._apply_result(request, result)
+
+    def _count_error(self) -> None:
+        self._errors.inc()
+        self._total["error"].inc()
+
+    def _apply_result(self, request: Request, result: Result) -> None:
+        if result.requeue_after is not None and result.requeue_after > 0:
+            self._queue.forget(request)
+            self._queue.add_after(request, result.requeue_after)
+            self._total["requeue_after"].inc()
+        elif result.requeue:
+            self._queue.add_rate_limited(request)
+            self._total["requeue"].inc()
+        else:
+            self._queue.forget(request)
+            self._total["success"].inc()

@@ -1,0 +1,112 @@
+"""Structured logging: structlog for our code, the stdlib's loggers routed through it.
+
+One line per record, JSON by default (timestamp, level, logger, event, and whatever
+context is bound), a console renderer for humans. Every record, ours or a library's,
+passes a redaction step last, so an API key or token can never reach the output.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import sys
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any, Literal, TextIO
+
+import structlog
+from structlog.typing import EventDict, Processor, WrappedLogger
+
+REDACTED = "[redacted]"
+SENSITIVE_KEY_PARTS = ("api_key", "apikey", "authorization", "token", "password", "secret")
+# "Bearer abc", "Api-Key abc", "Authorization: Api-Key abc" in free text.
+_CREDENTIAL_IN_TEXT = re.compile(r"\b(Bearer|Api-Key)(\s+)[^\s'\",}]+", re.IGNORECASE)
+
+# Libraries that are chatty at INFO/DEBUG: keep them at WARNING unless debugging.
+_NOISY_LOGGERS = ("urllib3", "kubernetes", "requests")
+
+
+def _is_sensitive_key(key: object) -> bool:
+    lowered = str(key).lower().replace("-", "_")
+    return any(part in lowered for part in SENSITIVE_KEY_PARTS)
+
+
+def redact(value: Any) -> Any:
+    """A copy of `value` with credential-looking keys and text masked."""
+    if isinstance(value, str):
+        return _CREDENTIAL_IN_TEXT.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", value)
+    if isinstance(value, Mapping):
+        return {
+            key: REDACTED if _is_sensitive_key(key) else redact(item) for key, item in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return type(value)(redact(item) for item in value)
+    return value
+
+
+def redact_secrets(_logger: WrappedLogger, _method: str, event_dict: EventDict) -> EventDict:
+    """structlog processor: mask secrets in every field (the `event` text included)."""
+    redacted: EventDict = redact(event_dict)
+    return redacted
+
+
+def _shared_processors() -> list[Processor]:
+    return [
+        structlog.contextvars.merge_contextvars,
+        structlog.stdlib.add_log_level,
+        structlog.stdlib.add_logger_name,
+        structlog.stdlib.PositionalArgumentsFormatter(),
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+    ]
+
+
+def configure_logging(
+    level: str = "info",
+    fmt: Literal["json", "console"] = "json",
+    *,
+    stream: TextIO | None = None,
+) -> None:
+    """Configure structlog and the stdlib root logger; safe to call more than once."""
+    numeric_level = logging.getLevelName(level.upper())
+    if not isinstance(numeric_level, int):
+        raise ValueError(f"unknown log level {level!r}")
+    renderer: Processor = (
+        structlog.processors.JSONRenderer()
+        if fmt == "json"
+        else structlog.dev.ConsoleRenderer(colors=False)
+    )
+    structlog.configure(
+        processors=[
+            structlog.stdlib.filter_by_level,
+            *_shared_processors(),
+            structlog.stdlib.ProcessorFormatter.wrap_for_formatter,
+        ],
+        logger_factory=structlog.stdlib.LoggerFactory(),
+        wrapper_class=structlog.stdlib.BoundLogger,
+        # Not cached: a reconfiguration (tests, CLI) must reach loggers already used.
+        cache_logger_on_first_use=False,
+    )
+    formatter = structlog.stdlib.ProcessorFormatter(
+        foreign_pre_chain=_shared_processors(),
+        processors=[
+            structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+            structlog.processors.format_exc_info,
+            redact_secrets,
+            renderer,
+        ],
+    )
+    handler = logging.StreamHandler(stream or sys.stderr)
+    handler.setFormatter(formatter)
+    root = logging.getLogger()
+    root.handlers = [handler]
+    root.setLevel(numeric_level)
+    library_level = numeric_level if numeric_level <= logging.DEBUG else logging.WARNING
+    for name in _NOISY_LOGGERS:
+        logging.getLogger(name).setLevel(max(numeric_level, library_level))
+
+
+@contextmanager
+def bound_context(**values: Any) -> Iterator[None]:
+    """Bind `values` to every log line of this thread (and context) for the block."""
+    with structlog.contextvars.bound_contextvars(**values):
+        yield

@@ -1,0 +1,304 @@
+"""Every Prometheus collector of the operator, on one registry.
+
+The controller-runtime and workqueue names are the ones users already scrape and
+alert on; the `baseten_*` ones are this operator's own. Defining them all here keeps
+the exposed surface in one place (METRICS.md lists it) and lets tests read values
+from `REGISTRY` without touching the process-wide default registry.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Iterator
+from typing import Protocol
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+REGISTRY = CollectorRegistry()
+
+# --- controller-runtime -----------------------------------------------------------
+
+# controller-runtime's reconcile_time_seconds buckets: fine below a second, coarse up to a minute.
+_RECONCILE_BUCKETS = (
+    *(0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5),
+    *(0.6, 0.7, 0.8, 0.9, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0),
+    *(6.0, 7.0, 8.0, 9.0, 10.0, 15.0, 20.0, 25.0, 30.0, 40.0, 50.0, 60.0),
+)
+
+RECONCILE_TOTAL = Counter(
+    "controller_runtime_reconcile_total",
+    "Total number of reconciliations per controller, by result "
+    "(success, error, requeue, requeue_after).",
+    ["controller", "result"],
+    registry=REGISTRY,
+)
+RECONCILE_ERRORS = Counter(
+    "controller_runtime_reconcile_errors_total",
+    "Total number of reconciliation errors per controller (terminal ones included).",
+    ["controller"],
+    registry=REGISTRY,
+)
+TERMINAL_RECONCILE_ERRORS = Counter(
+    "controller_runtime_terminal_reconcile_errors_total",
+    "Total number of terminal reconciliation errors (not retried) per controller.",
+    ["controller"],
+    registry=REGISTRY,
+)
+RECONCILE_PANICS = Counter(
+    "controller_runtime_reconcile_panics_total",
+    "Total number of reconciliations that crashed with a non-Exception BaseException.",
+    ["controller"],
+    registry=REGISTRY,
+)
+RECONCILE_TIME = Histogram(
+    "controller_runtime_reconcile_time_seconds",
+    "Length of time per reconciliation per controller.",
+    ["controller"],
+    buckets=_RECONCILE_BUCKETS,
+    registry=REGISTRY,
+)
+MAX_CONCURRENT_RECONCILES = Gauge(
+    "controller_runtime_max_concurrent_reconciles",
+    "Maximum number of concurrent reconciles per controller.",
+    ["controller"],
+    registry=REGISTRY,
+)
+ACTIVE_WORKERS = Gauge(
+    "controller_runtime_active_workers",
+    "Number of currently used workers per controller.",
+    ["controller"],
+    registry=REGISTRY,
+)
+
+# --- workqueue ---------------------------------------------------------------------
+
+# client-go's workqueue buckets: 10ns .. 1000s, one bucket per decade.
+_WORKQUEUE_BUCKETS = tuple(10.0**exponent for exponent in range(-8, 4))
+
+WORKQUEUE_DEPTH = Gauge(
+    "workqueue_depth", "Current depth of workqueue.", ["name"], registry=REGISTRY
+)
+WORKQUEUE_ADDS = Counter(
+    "workqueue_adds_total",
+    "Total number of adds handled by workqueue.",
+    ["name"],
+    registry=REGISTRY,
+)
+WORKQUEUE_QUEUE_DURATION = Histogram(
+    "workqueue_queue_duration_seconds",
+    "How long in seconds an item stays in workqueue before being requested.",
+    ["name"],
+    buckets=_WORKQUEUE_BUCKETS,
+    registry=REGISTRY,
+)
+WORKQUEUE_WORK_DURATION = Histogram(
+    "workqueue_work_duration_seconds",
+    "How long in seconds processing an item from workqueue takes.",
+    ["name"],
+    buckets=_WORKQUEUE_BUCKETS,
+    registry=REGISTRY,
+)
+WORKQUEUE_RETRIES = Counter(
+    "workqueue_retries_total",
+    "Total number of retries handled by workqueue.",
+    ["name"],
+    registry=REGISTRY,
+)
+
+
+class InFlightWork(Protocol):
+    """What a queue reports so in-progress work is visible before it finishes."""
+
+    @property
+    def name(self) -> str: ...
+
+    def processing_ages(self) -> list[float]:
+        """Seconds each item currently being processed has been running."""
+        ...
+
+
+class _InFlightWorkCollector(Collector):
+    """Computes the two "work still running" gauges at scrape time.
+
+    client-go refreshes them from a ticker per queue; asking the live queues when
+    Prometheus scrapes gives the same numbers without a thread per queue. Queues are
+    held weakly so a discarded queue drops out on its own.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._queues: weakref.WeakSet[InFlightWork] = weakref.WeakSet()
+
+    def track(self, queue: InFlightWork) -> None:
+        with self._lock:
+            self._queues.add(queue)
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        with self._lock:
+            queues = list(self._queues)
+        unfinished: dict[str, float] = {}
+        longest: dict[str, float] = {}
+        for queue in queues:
+            ages = queue.processing_ages()
+            unfinished[queue.name] = unfinished.get(queue.name, 0.0) + sum(ages)
+            longest[queue.name] = max(longest.get(queue.name, 0.0), max(ages, default=0.0))
+        yield _gauge_family(
+            "workqueue_unfinished_work_seconds",
+            "How many seconds of work has been done that is in progress and hasn't been "
+            "observed by work_duration. Large values indicate stuck threads.",
+            unfinished,
+        )
+        yield _gauge_family(
+            "workqueue_longest_running_processor_seconds",
+            "How many seconds has the longest running processor for workqueue been running.",
+            longest,
+        )
+
+
+def _gauge_family(name: str, documentation: str, values: dict[str, float]) -> GaugeMetricFamily:
+    family = GaugeMetricFamily(name, documentation, labels=["name"])
+    for queue_name, value in sorted(values.items()):
+        family.add_metric([queue_name], value)
+    return family
+
+
+IN_FLIGHT_WORK = _InFlightWorkCollector()
+REGISTRY.register(IN_FLIGHT_WORK)
+
+# --- leader election and event recorder ---------------------------------------------
+
+LEADER_ELECTION_MASTER_STATUS = Gauge(
+    "leader_election_master_status",
+    "Gauge of if the reporting system is master of the relevant lease, 0 indicates "
+    "backup, 1 indicates master. 'name' is the string used to identify the lease.",
+    ["name"],
+    registry=REGISTRY,
+)
+EVENTS_DROPPED = Counter(
+    "event_recorder_events_dropped_total",
+    "Kubernetes Events not written, by reason (queue_full, spam, write_failed).",
+    ["component", "reason"],
+    registry=REGISTRY,
+)
+
+# --- baseten_* (this operator) --------------------------------------------------------
+
+BASETEN_API_REQUESTS = Counter(
+    "baseten_api_requests_total",
+    "Requests to the Baseten Management API by endpoint template, method and HTTP code "
+    "('0' for connection errors).",
+    ["endpoint", "method", "code"],
+    registry=REGISTRY,
+)
+BASETEN_API_LATENCY = Histogram(
+    "baseten_api_request_duration_seconds",
+    "Latency of Baseten Management API requests by endpoint template and method.",
+    ["endpoint", "method"],
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0),
+    registry=REGISTRY,
+)
+BASETEN_RATE_LIMIT_WAIT = Counter(
+    "baseten_api_rate_limit_wait_seconds_total",
+    "Seconds spent waiting for a client-side token bucket or a server Retry-After, by endpoint.",
+    ["endpoint"],
+    registry=REGISTRY,
+)
+TRUSS_PUSHES = Counter(
+    "baseten_truss_pushes_total",
+    "Truss pushes finished, by result (succeeded, failed, timeout).",
+    ["result"],
+    registry=REGISTRY,
+)
+TRUSS_PUSH_DURATION = Histogram(
+    "baseten_truss_push_duration_seconds",
+    "Wall time of a truss push, from launch to outcome.",
+    buckets=(1.0, 5.0, 10.0, 30.0, 60.0, 120.0, 180.0, 300.0, 600.0, 900.0, 1800.0),
+    registry=REGISTRY,
+)
+DEPLOYMENT_RETRIES = Counter(
+    "baseten_deployment_retries_total",
+    "Retries of failed deployments, by result (retried, declined, error, exhausted).",
+    ["result"],
+    registry=REGISTRY,
+)
+DRIFT_CORRECTIONS = Counter(
+    "baseten_drift_corrections_total",
+    "Out-of-band changes on Baseten put back to the spec, by settings group "
+    "(autoscaling, promotion).",
+    ["group"],
+    registry=REGISTRY,
+)
+ORPHANS_SCALED_IN = Counter(
+    "baseten_orphan_deployments_scaled_in_total",
+    "Orphan deployments scaled to zero by cleanup.",
+    registry=REGISTRY,
+)
+ORPHANS_DELETED = Counter(
+    "baseten_orphan_deployments_deleted_total",
+    "Orphan deployments deleted by cleanup.",
+    registry=REGISTRY,
+)
+
+_MODEL_LABELS = ["namespace", "name", "model", "environment"]
+MODEL_READY = Gauge(
+    "baseten_model_ready",
+    "1 when the BasetenModel's target deployment is active in its environment, else 0.",
+    _MODEL_LABELS,
+    registry=REGISTRY,
+)
+MODEL_REPLICAS = Gauge(
+    "baseten_model_active_replicas",
+    "Active replicas of the BasetenModel's current deployment, as Baseten reports them.",
+    _MODEL_LABELS,
+    registry=REGISTRY,
+)
+
+
+class ModelSeries:
+    """The per-CR gauge series, so a renamed model or a deleted CR leaves no stale line.
+
+    A series is labelled with the Baseten model and environment as well as the CR's
+    key; remembering which labels each CR last used lets an update replace its old
+    series and a deletion remove it.
+    """
+
+    def __init__(self, ready: Gauge, replicas: Gauge) -> None:
+        self._ready = ready
+        self._replicas = replicas
+        self._lock = threading.Lock()
+        self._labels: dict[tuple[str, str], tuple[str, str, str, str]] = {}
+
+    def set(
+        self,
+        namespace: str,
+        name: str,
+        model: str,
+        environment: str,
+        *,
+        ready: bool,
+        replicas: int,
+    ) -> None:
+        labels = (namespace, name, model, environment)
+        with self._lock:
+            previous = self._labels.get((namespace, name))
+            if previous is not None and previous != labels:
+                self._remove(previous)
+            self._labels[(namespace, name)] = labels
+            self._ready.labels(*labels).set(1 if ready else 0)
+            self._replicas.labels(*labels).set(replicas)
+
+    def forget(self, namespace: str, name: str) -> None:
+        with self._lock:
+            labels = self._labels.pop((namespace, name), None)
+            if labels is not None:
+                self._remove(labels)
+
+    def _remove(self, labels: tuple[str, str, str, str]) -> None:
+        for gauge in (self._ready, self._replicas):
+            gauge.remove(*labels)
+
+
+MODEL_SERIES = ModelSeries(MODEL_READY, MODEL_REPLICAS)

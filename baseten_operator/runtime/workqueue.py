@@ -1,0 +1,301 @@
+"""A rate-limited work queue with client-go's `util/workqueue` semantics.
+
+Guarantees the controller relies on:
+- an item is queued at most once (the dirty set), however often it is added;
+- an item being processed is never handed to a second worker; if it is added while
+  processing, it is queued again when `done` is called, so the latest state is seen;
+- `add_after` delays an item (earliest deadline wins for an item already waiting);
+- `add_rate_limited` delays by the rate limiter's answer, `forget` resets it;
+- after `shutdown`, adds are ignored and `get` hands out what is still queued, then
+  reports shutdown; `shut_down_with_drain` also waits for in-flight items.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import threading
+from collections import deque
+from collections.abc import Hashable
+from typing import Any, Protocol
+
+from baseten_operator.runtime import metrics
+from baseten_operator.runtime.clock import Clock, RealClock
+
+
+class RateLimiter(Protocol):
+    def when(self, item: Hashable) -> float:
+        """Seconds to wait before `item` may be processed again; records a failure."""
+        ...
+
+    def forget(self, item: Hashable) -> None:
+        """Stop tracking `item` (it succeeded)."""
+        ...
+
+    def num_requeues(self, item: Hashable) -> int: ...
+
+
+class ItemExponentialFailureRateLimiter:
+    """base * 2^failures per item, capped: 5 ms, 10 ms, 20 ms ... 1000 s."""
+
+    def __init__(self, base_delay: float = 0.005, max_delay: float = 1000.0) -> None:
+        self._base_delay = base_delay
+        self._max_delay = max_delay
+        self._lock = threading.Lock()
+        self._failures: dict[Hashable, int] = {}
+
+    def when(self, item: Hashable) -> float:
+        with self._lock:
+            failures = self._failures.get(item, 0)
+            self._failures[item] = failures + 1
+        # Past ~2^64 the float overflows long before the cap matters; stop doubling there.
+        if failures > 64:
+            return self._max_delay
+        return min(self._base_delay * 2.0**failures, self._max_delay)
+
+    def forget(self, item: Hashable) -> None:
+        with self._lock:
+            self._failures.pop(item, None)
+
+    def num_requeues(self, item: Hashable) -> int:
+        with self._lock:
+            return self._failures.get(item, 0)
+
+
+class BucketRateLimiter:
+    """An overall token bucket (qps, burst) shared by all items, as golang.org/x/time/rate.
+
+    Each call reserves a token; when the bucket is empty the reservation is in the
+    future and its distance is the delay. Tokens may go negative, so a burst of
+    failures is spread out at `qps` rather than released all at once.
+    """
+
+    def __init__(self, qps: float = 10.0, burst: int = 100, *, clock: Clock | None = None) -> None:
+        self._qps = qps
+        self._burst = float(burst)
+        self._clock = clock or RealClock()
+        self._lock = threading.Lock()
+        self._tokens = self._burst
+        self._last = self._clock.monotonic()
+
+    def when(self, item: Hashable) -> float:
+        with self._lock:
+            now = self._clock.monotonic()
+            self._tokens = min(self._burst, self._tokens + (now - self._last) * self._qps)
+            self._last = now
+            self._tokens -= 1.0
+            if self._tokens >= 0:
+                return 0.0
+            return -self._tokens / self._qps
+
+    def forget(self, item: Hashable) -> None:
+        """The bucket is shared; nothing per item to forget."""
+
+    def num_requeues(self, item: Hashable) -> int:
+        return 0
+
+
+class MaxOfRateLimiter:
+    """The longest delay any of the limiters asks for."""
+
+    def __init__(self, *limiters: RateLimiter) -> None:
+        if not limiters:
+            raise ValueError("MaxOfRateLimiter needs at least one limiter")
+        self._limiters = limiters
+
+    def when(self, item: Hashable) -> float:
+        # Every limiter must record the failure, so evaluate all before taking the max.
+        return max([limiter.when(item) for limiter in self._limiters])
+
+    def forget(self, item: Hashable) -> None:
+        for limiter in self._limiters:
+            limiter.forget(item)
+
+    def num_requeues(self, item: Hashable) -> int:
+        return max(limiter.num_requeues(item) for limiter in self._limiters)
+
+
+def default_controller_rate_limiter(clock: Clock | None = None) -> RateLimiter:
+    """controller-runtime's default: per-item 5 ms..1000 s, overall 10 qps burst 100."""
+    return MaxOfRateLimiter(
+        ItemExponentialFailureRateLimiter(0.005, 1000.0),
+        BucketRateLimiter(10.0, 100, clock=clock),
+    )
+
+
+class RateLimitingQueue:
+    def __init__(
+        self, name: str, rate_limiter: RateLimiter | None = None, clock: Clock | None = None
+    ) -> None:
+        self._name = name
+        self._clock: Clock = clock or RealClock()
+        self._rate_limiter = rate_limiter or default_controller_rate_limiter(self._clock)
+
+        # One lock; two conditions so adds wake workers and new deadlines wake the waiter.
+        self._lock = threading.Lock()
+        self._item_available = threading.Condition(self._lock)
+        self._delay_changed = threading.Condition(self._lock)
+        self._processing_changed = threading.Condition(self._lock)
+
+        self._queue: deque[Any] = deque()
+        self._dirty: set[Any] = set()
+        self._processing: dict[Any, float] = {}  # item -> monotonic start
+        self._added_at: dict[Any, float] = {}  # item -> monotonic first add while dirty
+        self._shutting_down = False
+        self._draining = False
+
+        # Delayed items: a heap of (ready_at, sequence, item); `_ready_at` holds the live
+        # deadline per item, so superseded heap entries are skipped when popped.
+        self._waiting: list[tuple[float, int, Any]] = []
+        self._ready_at: dict[Any, float] = {}
+        self._sequence = itertools.count()
+        self._waiter: threading.Thread | None = None
+
+        self._depth = metrics.WORKQUEUE_DEPTH.labels(name=name)
+        self._adds = metrics.WORKQUEUE_ADDS.labels(name=name)
+        self._queue_duration = metrics.WORKQUEUE_QUEUE_DURATION.labels(name=name)
+        self._work_duration = metrics.WORKQUEUE_WORK_DURATION.labels(name=name)
+        self._retries = metrics.WORKQUEUE_RETRIES.labels(name=name)
+        metrics.IN_FLIGHT_WORK.track(self)
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    # --- the plain queue ------------------------------------------------------------
+
+    def add(self, item: Hashable) -> None:
+        with self._lock:
+            self._add_locked(item)
+
+    def _add_locked(self, item: Any) -> None:
+        if self._shutting_down or item in self._dirty:
+            return
+        self._adds.inc()
+        self._dirty.add(item)
+        self._added_at.setdefault(item, self._clock.monotonic())
+        if item in self._processing:
+            return  # `done` queues it again
+        self._queue.append(item)
+        self._depth.set(len(self._queue))
+        self._item_available.notify()
+
+    def get(self) -> tuple[Any, bool]:
+        """Block until an item is available; `(None, True)` once shut down and empty."""
+        with self._lock:
+            while not self._queue and not self._shutting_down:
+                self._item_available.wait()
+            if not self._queue:
+                return None, True
+            item = self._queue.popleft()
+            self._depth.set(len(self._queue))
+            now = self._clock.monotonic()
+            self._queue_duration.observe(max(0.0, now - self._added_at.pop(item, now)))
+            self._processing[item] = now
+            self._dirty.discard(item)
+            return item, False
+
+    def done(self, item: Hashable) -> None:
+        with self._lock:
+            started = self._processing.pop(item, None)
+            if started is not None:
+                self._work_duration.observe(max(0.0, self._clock.monotonic() - started))
+            if item in self._dirty:
+                self._queue.append(item)
+                self._depth.set(len(self._queue))
+                self._item_available.notify()
+            if not self._processing:
+                self._processing_changed.notify_all()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._queue)
+
+    def processing_ages(self) -> list[float]:
+        with self._lock:
+            now = self._clock.monotonic()
+            return [max(0.0, now - started) for started in self._processing.values()]
+
+    def shutdown(self) -> None:
+        """Refuse new items and wake every waiter; a pending drain stops waiting."""
+        with self._lock:
+            self._shutting_down = True
+            self._draining = False
+            self._notify_all_locked()
+
+    def shut_down_with_drain(self, timeout: float | None = None) -> bool:
+        """Shut down, then wait until no item is being processed.
+
+        Returns whether processing drained (False when `timeout`, in this queue's
+        clock, passed first or `shutdown` cancelled the wait).
+        """
+        with self._lock:
+            self._shutting_down = True
+            self._draining = True
+            self._notify_all_locked()
+            deadline = None if timeout is None else self._clock.monotonic() + timeout
+            while self._processing and self._draining:
+                remaining = None if deadline is None else deadline - self._clock.monotonic()
+                if remaining is not None and remaining <= 0:
+                    return False
+                self._clock.wait(self._processing_changed, remaining)
+            return not self._processing
+
+    def shutting_down(self) -> bool:
+        with self._lock:
+            return self._shutting_down
+
+    def _notify_all_locked(self) -> None:
+        self._item_available.notify_all()
+        self._delay_changed.notify_all()
+        self._processing_changed.notify_all()
+
+    # --- delaying -------------------------------------------------------------------
+
+    def add_after(self, item: Hashable, seconds: float) -> None:
+        with self._lock:
+            if self._shutting_down:
+                return
+            if seconds <= 0:
+                self._add_locked(item)
+                return
+            ready_at = self._clock.monotonic() + seconds
+            current = self._ready_at.get(item)
+            if current is not None and current <= ready_at:
+                return  # already due sooner
+            self._ready_at[item] = ready_at
+            heapq.heappush(self._waiting, (ready_at, next(self._sequence), item))
+            self._ensure_waiter_locked()
+            self._delay_changed.notify()
+
+    def _ensure_waiter_locked(self) -> None:
+        # Started on first use: most queues in tests never delay anything.
+        if self._waiter is None:
+            self._waiter = threading.Thread(
+                target=self._wait_loop, name=f"workqueue-{self._name}-delay", daemon=True
+            )
+            self._waiter.start()
+
+    def _wait_loop(self) -> None:
+        with self._lock:
+            while not self._shutting_down:
+                now = self._clock.monotonic()
+                while self._waiting and self._waiting[0][0] <= now:
+                    ready_at, _, item = heapq.heappop(self._waiting)
+                    if self._ready_at.get(item) == ready_at:
+                        del self._ready_at[item]
+                        self._add_locked(item)
+                timeout = self._waiting[0][0] - now if self._waiting else None
+                self._clock.wait(self._delay_changed, timeout)
+
+    # --- rate limiting --------------------------------------------------------------
+
+    def add_rate_limited(self, item: Hashable) -> None:
+        self._retries.inc()
+        self.add_after(item, self._rate_limiter.when(item))
+
+    def forget(self, item: Hashable) -> None:
+        self._rate_limiter.forget(item)
+
+    def num_requeues(self, item: Hashable) -> int:
+        return self._rate_limiter.num_requeues(item)

@@ -1,0 +1,253 @@
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Callable
+
+import pytest
+
+from baseten_operator.runtime.clock import FakeClock
+from baseten_operator.runtime.workqueue import (
+    BucketRateLimiter,
+    ItemExponentialFailureRateLimiter,
+    MaxOfRateLimiter,
+    RateLimitingQueue,
+)
+
+WaitUntil = Callable[..., None]
+
+
+def test_an_item_added_many_times_is_queued_once() -> None:
+    q = RateLimitingQueue("dedup", clock=FakeClock())
+    for item in ("a", "b", "a", "a", "b"):
+        q.add(item)
+    assert len(q) == 2
+    assert q.get() == ("a", False)
+    assert q.get() == ("b", False)
+    assert len(q) == 0
+
+
+def test_an_item_readded_while_processing_runs_again_after_done() -> None:
+    q = RateLimitingQueue("processing", clock=FakeClock())
+    q.add("a")
+    item, _ = q.get()
+    q.add("a")
+    q.add("a")
+    # Held back while a worker has it: no second worker can take it.
+    assert len(q) == 0
+    q.done(item)
+    assert len(q) == 1
+    assert q.get() == ("a", False)
+    q.done("a")
+    assert len(q) == 0
+
+
+def test_a_waiting_worker_gets_a_processing_item_only_after_done(wait_until: WaitUntil) -> None:
+    q = RateLimitingQueue("handoff", clock=FakeClock())
+    q.add("a")
+    first, _ = q.get()
+    got: list[str] = []
+    second = threading.Thread(target=lambda: got.append(q.get()[0]))
+    second.start()
+    q.add("a")
+    assert len(q) == 0 and not got
+    q.done(first)
+    second.join(5)
+    assert got == ["a"]
+
+
+def test_add_after_releases_items_in_deadline_order(wait_until: WaitUntil) -> None:
+    clock = FakeClock()
+    q = RateLimitingQueue("delays", clock=clock)
+    q.add_after("ten", 10)
+    q.add_after("five", 5)
+    q.add_after("seven", 7)
+    q.add_after("now", 0)
+    assert q.get() == ("now", False)
+    clock.advance(5)
+    assert q.get() == ("five", False)
+    assert len(q) == 0
+    clock.advance(2)
+    assert q.get() == ("seven", False)
+    clock.advance(3)
+    assert q.get() == ("ten", False)
+
+
+def test_add_after_keeps_the_earliest_deadline_of_an_item() -> None:
+    clock = FakeClock()
+    q = RateLimitingQueue("earliest", clock=clock)
+    q.add_after("x", 10)
+    q.add_after("x", 2)
+    q.add_after("x", 5)  # later than the live deadline: ignored
+    clock.advance(2)
+    assert q.get() == ("x", False)
+    q.done("x")
+    q.add_after("marker", 8)
+    clock.advance(8)  # the superseded 10 s entry is due too, and must not add "x" again
+    assert q.get() == ("marker", False)
+    assert len(q) == 0
+
+
+def test_item_exponential_limiter_doubles_caps_and_forgets() -> None:
+    limiter = ItemExponentialFailureRateLimiter(0.005, 1000.0)
+    assert [limiter.when("a") for _ in range(4)] == [0.005, 0.01, 0.02, 0.04]
+    assert limiter.num_requeues("a") == 4
+    assert limiter.when("b") == 0.005  # per item
+    for _ in range(100):
+        last = limiter.when("a")
+    assert last == 1000.0
+    limiter.forget("a")
+    assert limiter.num_requeues("a") == 0
+    assert limiter.when("a") == 0.005
+
+
+def test_bucket_limiter_allows_the_burst_then_spaces_at_qps() -> None:
+    clock = FakeClock()
+    limiter = BucketRateLimiter(10.0, 100, clock=clock)
+    assert all(limiter.when(i) == 0.0 for i in range(100))
+    assert limiter.when("over") == pytest.approx(0.1)
+    assert limiter.when("over2") == pytest.approx(0.2)
+    clock.advance(1.0)  # ten tokens back, two of them owed
+    assert [limiter.when(i) for i in range(8)] == [0.0] * 8
+    assert limiter.when("again") == pytest.approx(0.1)
+
+
+def test_max_of_limiters_takes_the_longest_delay_and_forgets_everywhere() -> None:
+    clock = FakeClock()
+    per_item = ItemExponentialFailureRateLimiter(1.0, 100.0)
+    bucket = BucketRateLimiter(1.0, 1, clock=clock)
+    limiter = MaxOfRateLimiter(per_item, bucket)
+    assert limiter.when("a") == 1.0  # per-item 1 s; bucket had a token
+    assert limiter.when("a") == 2.0  # per-item 2 s; bucket 1 s
+    assert limiter.num_requeues("a") == 2
+    limiter.forget("a")
+    assert limiter.num_requeues("a") == 0
+
+
+def test_add_rate_limited_delays_by_the_limiter_and_counts_retries(
+    unique_name: str, sample: Callable[..., float]
+) -> None:
+    clock = FakeClock()
+    q = RateLimitingQueue(unique_name, ItemExponentialFailureRateLimiter(1.0, 60.0), clock)
+    q.add_rate_limited("a")
+    q.add_rate_limited("b")
+    q.add_rate_limited("b")  # b now waits 2 s, but its first 1 s deadline still stands
+    assert q.num_requeues("b") == 2
+    assert len(q) == 0
+    clock.advance(1)
+    assert {q.get()[0], q.get()[0]} == {"a", "b"}
+    q.forget("b")
+    assert q.num_requeues("b") == 0
+    assert sample("workqueue_retries_total", name=unique_name) == 3
+
+
+def test_shutdown_refuses_adds_and_hands_out_what_is_left() -> None:
+    q = RateLimitingQueue("shutdown", clock=FakeClock())
+    q.add("a")
+    q.shutdown()
+    q.add("b")
+    q.add_after("c", 0)
+    assert q.get() == ("a", False)
+    assert q.get() == (None, True)
+
+
+def test_shut_down_with_drain_waits_for_in_flight_items(wait_until: WaitUntil) -> None:
+    q = RateLimitingQueue("drain", clock=FakeClock())
+    q.add("a")
+    item, _ = q.get()
+    outcome: list[bool] = []
+    drainer = threading.Thread(target=lambda: outcome.append(q.shut_down_with_drain()))
+    drainer.start()
+    wait_until(q.shutting_down, what="shutdown to begin")
+    assert drainer.is_alive() and not outcome
+    q.done(item)
+    drainer.join(5)
+    assert outcome == [True]
+
+
+def test_shut_down_with_drain_gives_up_after_its_timeout(wait_until: WaitUntil) -> None:
+    clock = FakeClock()
+    q = RateLimitingQueue("drain-timeout", clock=clock)
+    q.add("stuck")
+    q.get()
+    outcome: list[bool] = []
+    drainer = threading.Thread(target=lambda: outcome.append(q.shut_down_with_drain(timeout=5)))
+    drainer.start()
+    wait_until(q.shutting_down, what="shutdown to begin")
+    # The deadline is in queue time; keep time moving until the drainer notices it.
+    wait_until(lambda: clock.advance(1) or not drainer.is_alive(), what="drain timeout")
+    assert outcome == [False]
+
+
+def test_many_producers_and_workers_lose_nothing_and_never_overlap(
+    wait_until: WaitUntil,
+) -> None:
+    q = RateLimitingQueue("stress", clock=FakeClock())
+    producers, workers, per_producer = 6, 4, 300
+    hot_keys = [f"hot-{i}" for i in range(5)]  # added by everyone, over and over
+    processed: Counter[str] = Counter()
+    in_flight: set[str] = set()
+    overlaps: list[str] = []
+    lock = threading.Lock()
+
+    def produce(index: int) -> None:
+        for i in range(per_producer):
+            q.add(f"p{index}-{i}")
+            q.add(hot_keys[i % len(hot_keys)])
+
+    def work() -> None:
+        while True:
+            item, shutdown = q.get()
+            if shutdown:
+                return
+            with lock:
+                if item in in_flight:
+                    overlaps.append(item)
+                in_flight.add(item)
+            with lock:
+                in_flight.discard(item)
+                processed[item] += 1
+            q.done(item)
+
+    threads = [threading.Thread(target=work) for _ in range(workers)]
+    threads += [threading.Thread(target=produce, args=(p,)) for p in range(producers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads[workers:]:
+        thread.join(10)
+    unique = {f"p{p}-{i}" for p in range(producers) for i in range(per_producer)}
+
+    def all_processed() -> bool:
+        with lock:
+            return unique <= set(processed)
+
+    wait_until(all_processed, what="every item processed")
+    q.shut_down_with_drain()
+    for thread in threads[:workers]:
+        thread.join(10)
+    assert not overlaps
+    assert all(processed[item] == 1 for item in unique)
+    assert all(1 <= processed[key] <= producers * per_producer for key in hot_keys)
+    assert len(q) == 0
+
+
+def test_queue_metrics_track_adds_depth_and_running_work(
+    unique_name: str, sample: Callable[..., float]
+) -> None:
+    clock = FakeClock()
+    q = RateLimitingQueue(unique_name, clock=clock)
+    q.add("a")
+    q.add("a")
+    q.add("b")
+    assert sample("workqueue_adds_total", name=unique_name) == 2
+    assert sample("workqueue_depth", name=unique_name) == 2
+    q.get()
+    clock.advance(3)
+    assert sample("workqueue_depth", name=unique_name) == 1
+    assert sample("workqueue_longest_running_processor_seconds", name=unique_name) == 3
+    assert sample("workqueue_unfinished_work_seconds", name=unique_name) == 3
+    q.done("a")
+    assert sample("workqueue_work_duration_seconds_count", name=unique_name) == 1
+    assert sample("workqueue_work_duration_seconds_sum", name=unique_name) == 3
+    assert sample("workqueue_queue_duration_seconds_count", name=unique_name) == 1
+    assert sample("workqueue_longest_running_processor_seconds", name=unique_name) == 0
