@@ -1,0 +1,320 @@
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import structlog
+
+from baseten_operator.runtime.clock import FakeClock
+from baseten_operator.runtime.controller import Controller, Request, Result, TerminalError
+
+WaitUntil = Callable[..., None]
+Sample = Callable[..., float]
+
+
+class ScriptedReconciler:
+    """Answers each pass from a per-key script (the last answer repeats); records calls."""
+
+    def __init__(self, script: dict[str, list[Any]] | None = None) -> None:
+        self.script = script or {}
+        self.calls: list[Request] = []
+        self.contexts: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+
+    def reconcile(self, request: Request) -> Result:
+        with self._lock:
+            self.calls.append(request)
+            self.contexts.append(structlog.contextvars.get_contextvars())
+            answers = self.script.get(str(request), [Result()])
+            answer = answers.pop(0) if len(answers) > 1 else answers[0]
+        if isinstance(answer, BaseException):
+            raise answer
+        return answer
+
+    def count(self, key: str) -> int:
+        with self._lock:
+            return sum(1 for request in self.calls if str(request) == key)
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def make_controller(
+    informer_factory: Callable[..., Any], clock: FakeClock, unique_name: str
+) -> Any:
+    controllers: list[Controller] = []
+
+    def make(reconciler: ScriptedReconciler, workers: int = 1) -> tuple[Controller, Any]:
+        informer = informer_factory()
+        controller = Controller(
+            unique_name, informer, reconciler, max_concurrent_reconciles=workers, clock=clock
+        )
+        controllers.append(controller)
+        return controller, informer
+
+    yield make
+    for controller in controllers:
+        controller.stop(drain_timeout=0)
+
+
+def test_informer_events_become_requests_and_success_forgets(
+    make_controller: Any, obj: Any, wait_until: WaitUntil, sample: Sample, unique_name: str
+) -> None:
+    reconciler = ScriptedReconciler()
+    controller, informer = make_controller(reconciler)
+    controller.start()
+    informer.fire_add(obj("a", "ns1"))
+    wait_until(lambda: reconciler.count("ns1/a") == 1)
+    informer.fire_update(obj("a", "ns1"), obj("a", "ns1", generation=2))
+    wait_until(lambda: reconciler.count("ns1/a") >= 2)
+    informer.fire_delete(obj("gone", "ns1"))
+    wait_until(lambda: reconciler.count("ns1/gone") == 1)
+    assert reconciler.calls[0] == Request("ns1", "a")
+    wait_until(
+        lambda: sample(
+            "controller_runtime_reconcile_total", controller=unique_name, result="success"
+        )
+        >= 3
+    )
+    assert controller.queue.num_requeues(Request("ns1", "a")) == 0
+    assert sample("controller_runtime_max_concurrent_reconciles", controller=unique_name) == 1
+
+
+def test_each_pass_logs_with_its_request_bound(
+    make_controller: Any, obj: Any, wait_until: WaitUntil, unique_name: str
+) -> None:
+    reconciler = ScriptedReconciler()
+    controller, informer = make_controller(reconciler)
+    controller.start()
+    informer.fire_add(obj("a", "ns1"))
+    informer.fire_add(obj("b", "ns1"))
+    wait_until(lambda: len(reconciler.contexts) == 2)
+    first, second = reconciler.contexts
+    assert first["controller"] == unique_name
+    assert (first["namespace"], first["name"]) == ("ns1", "a")
+    assert second["name"] == "b"
+    assert first["reconcile_id"] != second["reconcile_id"]
+
+
+def test_an_error_is_retried_with_backoff_until_success(
+    make_controller: Any,
+    clock: FakeClock,
+    wait_until: WaitUntil,
+    sample: Sample,
+    unique_name: str,
+) -> None:
+    reconciler = ScriptedReconciler(
+        {"ns/a": [RuntimeError("boom"), RuntimeError("boom"), Result()]}
+    )
+    controller, _ = make_controller(reconciler)
+    controller.start()
+    controller.enqueue(Request("ns", "a"))
+
+    def errors() -> float:
+        # Counted after the retry is scheduled: a safe point to move time.
+        return sample("controller_runtime_reconcile_total", controller=unique_name, result="error")
+
+    wait_until(lambda: errors() == 1)
+    assert controller.queue.num_requeues(Request("ns", "a")) == 1
+    clock.advance(0.005)  # first backoff step
+    wait_until(lambda: errors() == 2)
+    assert reconciler.count("ns/a") == 2
+    clock.advance(0.005)
+    assert reconciler.count("ns/a") == 2  # second step is 10 ms
+    clock.advance(0.005)
+    wait_until(lambda: reconciler.count("ns/a") == 3)
+    wait_until(lambda: controller.queue.num_requeues(Request("ns", "a")) == 0)
+    assert sample("controller_runtime_reconcile_errors_total", controller=unique_name) == 2
+    assert sample("controller_runtime_reconcile_total", controller=unique_name, result="error") == 2
+
+
+def _marker_processed(
+    controller: Controller, reconciler: ScriptedReconciler, wait_until: WaitUntil
+) -> None:
+    """With one worker and a FIFO queue, a marker pass proves nothing was queued before it."""
+    controller.enqueue(Request("ns", "marker"))
+    wait_until(lambda: reconciler.count("ns/marker") >= 1)
+
+
+def test_a_terminal_error_is_not_retried(
+    make_controller: Any,
+    clock: FakeClock,
+    wait_until: WaitUntil,
+    sample: Sample,
+    unique_name: str,
+) -> None:
+    reconciler = ScriptedReconciler({"ns/a": [TerminalError("spec is invalid")]})
+    controller, _ = make_controller(reconciler)
+    controller.start()
+    controller.enqueue(Request("ns", "a"))
+    wait_until(
+        lambda: sample("controller_runtime_terminal_reconcile_errors_total", controller=unique_name)
+        == 1
+    )
+    clock.advance(2000)  # beyond any backoff
+    _marker_processed(controller, reconciler, wait_until)
+    assert reconciler.count("ns/a") == 1
+    assert controller.queue.num_requeues(Request("ns", "a")) == 0
+    assert sample("controller_runtime_reconcile_errors_total", controller=unique_name) == 1
+
+
+def test_requeue_after_looks_again_after_the_delay(
+    make_controller: Any,
+    clock: FakeClock,
+    wait_until: WaitUntil,
+    sample: Sample,
+    unique_name: str,
+) -> None:
+    reconciler = ScriptedReconciler({"ns/a": [Result(requeue_after=30), Result()]})
+    controller, _ = make_controller(reconciler)
+    controller.start()
+    controller.enqueue(Request("ns", "a"))
+    wait_until(
+        lambda: sample(
+            "controller_runtime_reconcile_total", controller=unique_name, result="requeue_after"
+        )
+        == 1
+    )
+    clock.advance(29)
+    _marker_processed(controller, reconciler, wait_until)
+    assert reconciler.count("ns/a") == 1
+    clock.advance(1)
+    wait_until(lambda: reconciler.count("ns/a") == 2)
+
+
+def test_requeue_true_is_rate_limited(
+    make_controller: Any,
+    clock: FakeClock,
+    wait_until: WaitUntil,
+    sample: Sample,
+    unique_name: str,
+) -> None:
+    reconciler = ScriptedReconciler({"ns/a": [Result(requeue=True), Result()]})
+    controller, _ = make_controller(reconciler)
+    controller.start()
+    controller.enqueue(Request("ns", "a"))
+    wait_until(
+        lambda: sample(
+            "controller_runtime_reconcile_total", controller=unique_name, result="requeue"
+        )
+        == 1
+    )
+    assert controller.queue.num_requeues(Request("ns", "a")) == 1
+    clock.advance(0.005)
+    wait_until(lambda: reconciler.count("ns/a") == 2)
+
+
+def test_a_crashing_pass_does_not_kill_the_worker(
+    make_controller: Any, wait_until: WaitUntil, sample: Sample, unique_name: str
+) -> None:
+    reconciler = ScriptedReconciler(
+        {"ns/exits": [SystemExit(3)], "ns/raises": [KeyError("missing")]}
+    )
+    controller, _ = make_controller(reconciler, workers=1)
+    controller.start()
+    controller.enqueue(Request("ns", "exits"))
+    controller.enqueue(Request("ns", "raises"))
+    controller.enqueue(Request("ns", "fine"))
+    wait_until(lambda: reconciler.count("ns/fine") == 1)
+    assert sample("controller_runtime_reconcile_panics_total", controller=unique_name) == 1
+    assert sample("controller_runtime_reconcile_errors_total", controller=unique_name) == 2
+    assert controller.queue.num_requeues(Request("ns", "exits")) == 1
+
+
+def test_secondary_watch_maps_objects_to_their_owners(
+    make_controller: Any, informer_factory: Any, obj: Any, wait_until: WaitUntil
+) -> None:
+    reconciler = ScriptedReconciler()
+    controller, _ = make_controller(reconciler)
+    configmaps = informer_factory()
+
+    def owners(cm: dict) -> list[Request]:
+        owner = cm["metadata"].get("labels", {}).get("owner")
+        if owner == "explode":
+            raise ValueError("bad mapping")
+        return [Request(cm["metadata"]["namespace"], owner)] if owner else []
+
+    controller.watch(configmaps, owners)
+    controller.start()
+    configmaps.fire_add(obj("cm", "ns", labels={"owner": "explode"}))  # logged, ignored
+    configmaps.fire_add(obj("cm", "ns", labels={"owner": "model-a"}))
+    wait_until(lambda: reconciler.count("ns/model-a") == 1)
+    configmaps.fire_update(
+        obj("cm", "ns", labels={"owner": "model-a"}), obj("cm", "ns", labels={"owner": "model-b"})
+    )
+    wait_until(lambda: reconciler.count("ns/model-a") == 2 and reconciler.count("ns/model-b") == 1)
+    assert all(request.name != "cm" for request in reconciler.calls)
+
+
+def test_workers_wait_for_every_informer_to_sync(
+    make_controller: Any, informer_factory: Any, wait_until: WaitUntil
+) -> None:
+    reconciler = ScriptedReconciler()
+    controller, primary = make_controller(reconciler)
+    secondary = informer_factory(synced=False)
+    controller.watch(secondary, lambda o: [])
+    controller.start()
+    controller.enqueue(Request("ns", "a"))
+    assert len(controller.queue) == 1 and not reconciler.calls
+    secondary.synced = True
+    wait_until(lambda: reconciler.count("ns/a") == 1)
+
+
+def test_stop_waits_for_the_in_flight_pass_and_starts_no_new_one(
+    make_controller: Any, wait_until: WaitUntil
+) -> None:
+    release = threading.Event()
+    started = threading.Event()
+
+    class Blocking(ScriptedReconciler):
+        def reconcile(self, request: Request) -> Result:
+            started.set()
+            release.wait(10)
+            return super().reconcile(request)
+
+    reconciler = Blocking()
+    controller, _ = make_controller(reconciler)
+    controller.start()
+    controller.enqueue(Request("ns", "a"))
+    started.wait(5)
+    controller.enqueue(Request("ns", "queued"))
+    outcome: list[bool] = []
+    stopper = threading.Thread(target=lambda: outcome.append(controller.stop(drain_timeout=60)))
+    stopper.start()
+    wait_until(controller.queue.shutting_down)
+    assert stopper.is_alive() and not outcome
+    release.set()
+    stopper.join(5)
+    assert outcome == [True]
+    assert [str(r) for r in reconciler.calls] == ["ns/a"]
+    controller.enqueue(Request("ns", "late"))
+    assert len(controller.queue) == 0
+
+
+def test_stop_gives_up_on_a_stuck_pass_after_the_drain_timeout(
+    make_controller: Any, clock: FakeClock, wait_until: WaitUntil
+) -> None:
+    release = threading.Event()
+    started = threading.Event()
+
+    class Stuck(ScriptedReconciler):
+        def reconcile(self, request: Request) -> Result:
+            started.set()
+            release.wait(10)
+            return Result()
+
+    controller, _ = make_controller(Stuck())
+    controller.start()
+    controller.enqueue(Request("ns", "a"))
+    started.wait(5)
+    outcome: list[bool] = []
+    stopper = threading.Thread(target=lambda: outcome.append(controller.stop(drain_timeout=5)))
+    stopper.start()
+    wait_until(lambda: clock.advance(1) or not stopper.is_alive(), what="stop to give up")
+    release.set()
+    assert outcome == [False]
