@@ -117,14 +117,26 @@ UPDATE_ENVIRONMENT = Endpoint("PATCH", _ENVIRONMENT, idempotent=True)
 PROMOTE = Endpoint("POST", _ENVIRONMENT + "/promote", idempotent=False)
 
 
-class _BearerAuth(requests.auth.AuthBase):
-    """Adds the key to each request; its repr never shows it."""
+class _Secret:
+    """Holds the API key so that no repr, vars() dump or log of the client shows it."""
 
-    def __init__(self, api_key: str) -> None:
+    __slots__ = ("value",)
+
+    def __init__(self, value: str) -> None:
+        self.value = value
+
+    def __repr__(self) -> str:
+        return "<redacted>"
+
+    __str__ = __repr__
+
+
+class _BearerAuth(requests.auth.AuthBase):
+    def __init__(self, api_key: _Secret) -> None:
         self._api_key = api_key
 
     def __call__(self, request: requests.PreparedRequest) -> requests.PreparedRequest:
-        request.headers["Authorization"] = f"Bearer {self._api_key}"
+        request.headers["Authorization"] = f"Bearer {self._api_key.value}"
         return request
 
     def __repr__(self) -> str:
@@ -206,7 +218,7 @@ class BasetenClient:
     ) -> None:
         if not api_key or not api_key.strip():
             raise ConfigError(f"a Baseten API key is required (set {API_KEY_ENV})")
-        self._api_key = api_key.strip()
+        self._api_key = _Secret(api_key.strip())
         self._auth = _BearerAuth(self._api_key)
         self._base_url = base_url.rstrip("/")
         self._session = session if session is not None else _pooled_session(pool_size)
@@ -515,7 +527,7 @@ class BasetenClient:
         Redaction comes first so truncation can never leave part of the key behind.
         """
         text = _AUTH_HEADER_VALUE.sub(lambda m: m.group(1) + _REDACTED, text)
-        return _shorten(text.replace(self._api_key, _REDACTED))
+        return _shorten(text.replace(self._api_key.value, _REDACTED))
 
 
 def _settings_body(

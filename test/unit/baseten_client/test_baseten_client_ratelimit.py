@@ -1,0 +1,149 @@
+"""Token buckets: sizing from documented limits, waiting order, thread sharing, client use."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+import responses
+
+from baseten_operator.baseten.client import BasetenClient
+from baseten_operator.baseten.ratelimit import EndpointRateLimiter, Limit, TokenBucket
+from baseten_operator.runtime.clock import FakeClock
+
+
+@pytest.mark.parametrize(
+    ("limit", "burst", "rate"),
+    [
+        (Limit(20, 60), 5, 15 / 60),
+        (Limit(10, 60), 2, 8 / 60),
+        (Limit(100, 1), 25, 75.0),
+        (Limit(1, 1), 1, 1.0),
+    ],
+)
+def test_buckets_are_sized_so_no_window_exceeds_the_limit(
+    limit: Limit, burst: int, rate: float
+) -> None:
+    bucket = TokenBucket.for_limit(limit, FakeClock())
+    assert bucket.burst == burst
+    assert bucket.rate == pytest.approx(rate)
+
+
+def test_invalid_limits_are_rejected() -> None:
+    with pytest.raises(ValueError):
+        Limit(0, 60)
+    with pytest.raises(ValueError):
+        TokenBucket(rate=0, burst=1, clock=FakeClock())
+
+
+def test_burst_is_free_then_callers_queue_in_order() -> None:
+    clock = FakeClock()
+    bucket = TokenBucket(rate=0.25, burst=5, clock=clock)
+    assert [bucket.reserve() for _ in range(5)] == [0.0] * 5
+    assert bucket.reserve() == pytest.approx(4.0)
+    assert bucket.reserve() == pytest.approx(8.0)
+    clock.advance(4)
+    # One token came back but two callers are already queued ahead.
+    assert bucket.reserve() == pytest.approx(8.0)
+
+
+def test_refill_never_exceeds_the_burst() -> None:
+    clock = FakeClock()
+    bucket = TokenBucket(rate=1.0, burst=3, clock=clock)
+    clock.advance(1000)
+    assert [bucket.reserve() for _ in range(4)] == [0.0, 0.0, 0.0, pytest.approx(1.0)]
+
+
+def test_any_window_sees_at_most_the_documented_number(clock: Any) -> None:
+    limit = Limit(20, 60)
+    bucket = TokenBucket.for_limit(limit, clock)
+    sent_at = []
+    for _ in range(100):
+        bucket.acquire()
+        sent_at.append(clock.monotonic())
+    for start in sent_at:
+        in_window = [t for t in sent_at if start <= t <= start + limit.per_seconds]
+        assert len(in_window) <= limit.requests
+    # ...and the bucket is not needlessly slow: 100 requests in about 5 minutes.
+    assert sent_at[-1] == pytest.approx((100 - 5) * 4.0)
+
+
+def test_threads_share_one_bucket() -> None:
+    bucket = TokenBucket(rate=0.25, burst=5, clock=FakeClock())
+    with ThreadPoolExecutor(max_workers=10) as pool:
+        delays = sorted(pool.map(lambda _: bucket.reserve(), range(10)))
+    assert delays == [0.0] * 5 + [pytest.approx(4.0 * n) for n in range(1, 6)]
+
+
+def test_acquire_blocks_on_the_clock_until_the_token_is_due() -> None:
+    clock = FakeClock()
+    bucket = TokenBucket(rate=0.5, burst=1, clock=clock)
+    assert bucket.acquire() == 0.0
+    waited: list[float] = []
+    done = threading.Event()
+
+    def second_caller() -> None:
+        waited.append(bucket.acquire())
+        done.set()
+
+    thread = threading.Thread(target=second_caller, daemon=True)
+    thread.start()
+    clock.advance(2.0)
+    assert done.wait(timeout=5), "the waiting caller was not released when its token was due"
+    assert waited == [pytest.approx(2.0)]
+    thread.join(timeout=5)
+
+
+def test_endpoints_have_separate_buckets() -> None:
+    clock = FakeClock()
+    limiter = EndpointRateLimiter(clock)
+    limit = Limit(4, 60)  # burst 1
+    assert limiter.acquire("/a", limit) == 0.0
+    assert limiter.acquire("/b", limit) == 0.0
+
+
+def test_client_throttles_activations_per_endpoint(
+    client: BasetenClient,
+    rsps: responses.RequestsMock,
+    base_url: str,
+    clock: Any,
+    metric: Callable[..., float],
+) -> None:
+    for action in ("activate", "deactivate"):
+        rsps.post(f"{base_url}/models/m1/deployments/d1/{action}", json={"success": True})
+    template = "/v1/models/{model_id}/deployments/{deployment_id}/activate"
+    before = metric("baseten_api_rate_limit_wait_seconds_total", endpoint=template)
+    for _ in range(5):
+        client.activate_deployment("m1", "d1")
+        client.deactivate_deployment("m1", "d1")
+    assert clock.sleeps == []  # the burst, on each endpoint
+    client.activate_deployment("m1", "d1")
+    assert clock.sleeps == [pytest.approx(4.0)]  # 20/min: 5 at once, then one per 4 s
+    after = metric("baseten_api_rate_limit_wait_seconds_total", endpoint=template)
+    assert after - before == pytest.approx(4.0)
+
+
+def test_client_throttles_retries_harder(
+    client: BasetenClient, rsps: responses.RequestsMock, base_url: str, clock: Any
+) -> None:
+    rsps.post(
+        f"{base_url}/models/m1/deployments/d1/retry",
+        json={"retried": False, "reason": "not failed", "deployment": None},
+    )
+    for _ in range(3):
+        client.retry_deployment("m1", "d1")
+    assert clock.sleeps == [pytest.approx(60 / 8)]  # 10/min: 2 at once, then one per 7.5 s
+
+
+def test_client_allows_bursts_on_ordinary_endpoints(
+    client: BasetenClient, rsps: responses.RequestsMock, base_url: str, clock: Any
+) -> None:
+    rsps.get(f"{base_url}/models", json={"models": []})
+    for _ in range(25):
+        client.list_models()
+    assert clock.sleeps == []
+    client.list_models()
+    assert clock.sleeps == [pytest.approx(1 / 75)]
