@@ -1,0 +1,258 @@
+"""Spec -> payload and drift detection (BEHAVIOR.md 3.8)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+import pytest
+
+from baseten_operator.baseten.models import EnvironmentV1
+from baseten_operator.baseten.settings import (
+    Change,
+    Drift,
+    autoscaling_payload,
+    detect_drift,
+    promotion_payload,
+    update_payload,
+)
+
+FULL_AUTOSCALING = {
+    "minReplicas": 2,
+    "maxReplicas": 5,
+    "concurrencyTarget": 3,
+    "autoscalingWindow": 120,
+    "scaleDownDelay": 300,
+    "targetUtilizationPercentage": 80,
+}
+FULL_PROMOTION = {
+    "scaleDownPreviousDeployment": False,
+    "preserveInstanceType": False,
+    "redeployOnPromotion": True,
+    "rollingDeploy": True,
+    "promotionCleanupStrategy": "DEACTIVATE",
+    "rampUpWhilePromoting": True,
+    "rampUpDurationSeconds": 300,
+    "rollingDeployConfig": {
+        "strategy": "REPLICA",
+        "maxSurgePercent": 50,
+        "maxUnavailablePercent": 10,
+        "stabilizationTimeSeconds": 60,
+    },
+}
+FULL_SPEC = {"autoscaling": FULL_AUTOSCALING, "promotionSettings": FULL_PROMOTION}
+
+
+def environment(
+    autoscaling: dict[str, Any] | None = None, promotion: dict[str, Any] | None = None
+) -> EnvironmentV1:
+    return EnvironmentV1.model_validate(
+        {"name": "production", "autoscaling_settings": autoscaling, "promotion_settings": promotion}
+    )
+
+
+MATCHING_ENV = environment(
+    {
+        "min_replica": 2,
+        "max_replica": 5,
+        "concurrency_target": 3,
+        "autoscaling_window": 120,
+        "scale_down_delay": 300,
+        "target_utilization_percentage": 80,
+    },
+    {
+        "redeploy_on_promotion": True,
+        "rolling_deploy": True,
+        "promotion_cleanup_strategy": "DEACTIVATE",
+        "ramp_up_while_promoting": True,
+        "ramp_up_duration_seconds": 300,
+        "rolling_deploy_config": {
+            "rolling_deploy_strategy": "REPLICA",
+            "max_surge_percent": 50,
+            "max_unavailable_percent": 10,
+            "stabilization_time_seconds": 60,
+        },
+    },
+)
+
+
+def test_autoscaling_payload_maps_every_field() -> None:
+    assert autoscaling_payload(FULL_AUTOSCALING) == {
+        "min_replica": 2,
+        "max_replica": 5,
+        "concurrency_target": 3,
+        "autoscaling_window": 120,
+        "scale_down_delay": 300,
+        "target_utilization_percentage": 80,
+    }
+
+
+def test_autoscaling_payload_carries_only_set_fields() -> None:
+    assert autoscaling_payload({"minReplicas": 0, "maxReplicas": None}) == {"min_replica": 0}
+    assert autoscaling_payload({}) == {}
+
+
+def test_promotion_payload_maps_every_environment_field_and_drops_promote_flags() -> None:
+    assert promotion_payload(FULL_PROMOTION) == {
+        "redeploy_on_promotion": True,
+        "rolling_deploy": True,
+        "promotion_cleanup_strategy": "DEACTIVATE",
+        "ramp_up_while_promoting": True,
+        "ramp_up_duration_seconds": 300,
+        "rolling_deploy_config": {
+            "rolling_deploy_strategy": "REPLICA",
+            "max_surge_percent": 50,
+            "max_unavailable_percent": 10,
+            "stabilization_time_seconds": 60,
+        },
+    }
+
+
+def test_promotion_payload_partial() -> None:
+    assert promotion_payload({"rollingDeploy": False, "rollingDeployConfig": {}}) == {
+        "rolling_deploy": False
+    }
+    assert promotion_payload({"rollingDeployConfig": {"maxSurgePercent": 0}}) == {
+        "rolling_deploy_config": {"max_surge_percent": 0}
+    }
+    assert promotion_payload({"scaleDownPreviousDeployment": True}) == {}
+
+
+def test_no_drift_when_everything_matches() -> None:
+    drift = detect_drift(FULL_SPEC, MATCHING_ENV)
+    assert drift == Drift()
+    assert not drift
+    assert update_payload(FULL_SPEC, drift) == {}
+
+
+def test_every_field_drifts_in_the_documented_order() -> None:
+    drift = detect_drift(FULL_SPEC, environment({}, {}))
+    assert [c.field for c in drift.autoscaling] == [
+        "minReplicas",
+        "maxReplicas",
+        "concurrencyTarget",
+        "autoscalingWindow",
+        "scaleDownDelay",
+        "targetUtilizationPercentage",
+    ]
+    assert [c.field for c in drift.promotion] == [
+        "redeployOnPromotion",
+        "rollingDeploy",
+        "rampUpWhilePromoting",
+        "rampUpDurationSeconds",
+        "promotionCleanupStrategy",
+        "rollingDeployStrategy",
+        "maxSurgePercent",
+        "maxUnavailablePercent",
+        "stabilizationTimeSeconds",
+    ]
+    assert drift
+    assert drift.changes == [*drift.autoscaling, *drift.promotion]
+
+
+def test_missing_actual_values_count_as_zero_false_or_empty() -> None:
+    drift = detect_drift(FULL_SPEC, environment(None, None))
+    actual = {c.field: c.actual for c in drift.changes}
+    assert actual["minReplicas"] == 0
+    assert actual["redeployOnPromotion"] is False
+    assert actual["promotionCleanupStrategy"] == ""
+    assert actual["rollingDeployStrategy"] == ""
+    assert actual["stabilizationTimeSeconds"] == 0
+
+
+def test_spec_values_equal_to_the_zero_of_a_missing_value_are_not_drift() -> None:
+    spec = {
+        "autoscaling": {"minReplicas": 0},
+        "promotionSettings": {
+            "rollingDeploy": False,
+            "rollingDeployConfig": {"maxSurgePercent": 0},
+        },
+    }
+    assert not detect_drift(spec, environment(None, {"rolling_deploy_config": None}))
+
+
+def test_only_spec_set_fields_are_compared() -> None:
+    spec = {"autoscaling": {"maxReplicas": 5}}
+    actual = environment({"min_replica": 9, "max_replica": 5}, {"rolling_deploy": True})
+    assert not detect_drift(spec, actual)
+    assert not detect_drift({}, actual)
+
+
+def test_promote_time_flags_never_drift() -> None:
+    spec = {
+        "promotionSettings": {"scaleDownPreviousDeployment": False, "preserveInstanceType": True}
+    }
+    assert not detect_drift(spec, environment(None, None))
+
+
+def test_change_messages() -> None:
+    spec = {
+        "autoscaling": {"minReplicas": 5},
+        "promotionSettings": {
+            "rollingDeploy": False,
+            "promotionCleanupStrategy": "KEEP",
+            "rollingDeployConfig": {"strategy": "REPLICA"},
+        },
+    }
+    actual = environment(
+        {"min_replica": 2}, {"rolling_deploy": True, "promotion_cleanup_strategy": "SCALE_TO_ZERO"}
+    )
+    drift = detect_drift(spec, actual)
+    assert [str(c) for c in drift.autoscaling] == ["minReplicas 2→5"]
+    assert [str(c) for c in drift.promotion] == [
+        "rollingDeploy true→false",
+        "promotionCleanupStrategy SCALE_TO_ZERO→KEEP",
+        "rollingDeployStrategy →REPLICA",
+    ]
+    assert str(Change("redeployOnPromotion", False, True)) == "redeployOnPromotion false→true"
+
+
+def test_enum_values_from_typed_specs_render_as_their_value() -> None:
+    class Strategy(StrEnum):
+        KEEP = "KEEP"
+
+    drift = detect_drift(
+        {"promotionSettings": {"promotionCleanupStrategy": Strategy.KEEP}}, environment(None, None)
+    )
+    assert [str(c) for c in drift.promotion] == ["promotionCleanupStrategy →KEEP"]
+    assert not detect_drift(
+        {"promotionSettings": {"promotionCleanupStrategy": Strategy.KEEP}},
+        environment(None, {"promotion_cleanup_strategy": "KEEP"}),
+    )
+
+
+def test_update_payload_sends_each_drifted_group_whole() -> None:
+    # Only maxReplicas drifted, yet the autoscaling group goes with all its spec-set fields;
+    # promotion did not drift and is left out.
+    actual = MATCHING_ENV.model_copy(deep=True)
+    assert actual.autoscaling_settings is not None
+    actual.autoscaling_settings.max_replica = 1
+    drift = detect_drift(FULL_SPEC, actual)
+    assert [str(c) for c in drift.changes] == ["maxReplicas 1→5"]
+    assert update_payload(FULL_SPEC, drift) == {
+        "autoscaling_settings": autoscaling_payload(FULL_AUTOSCALING)
+    }
+
+
+def test_update_payload_with_both_groups() -> None:
+    drift = detect_drift(FULL_SPEC, environment(None, None))
+    assert update_payload(FULL_SPEC, drift) == {
+        "autoscaling_settings": autoscaling_payload(FULL_AUTOSCALING),
+        "promotion_settings": promotion_payload(FULL_PROMOTION),
+    }
+
+
+@pytest.mark.parametrize("nested_change", ["maxUnavailablePercent", "stabilizationTimeSeconds"])
+def test_rolling_config_drift_sends_the_whole_promotion_group(nested_change: str) -> None:
+    spec = {
+        "promotionSettings": {
+            "rollingDeploy": True,
+            "rollingDeployConfig": {nested_change: 30},
+        }
+    }
+    actual = environment(None, {"rolling_deploy": True})
+    drift = detect_drift(spec, actual)
+    assert [c.field for c in drift.promotion] == [nested_change]
+    assert update_payload(spec, drift) == {
+        "promotion_settings": promotion_payload(spec["promotionSettings"])
+    }
