@@ -67,7 +67,8 @@ def _evaluate(rule: CompiledRule, value: Any, old_value: Any) -> celtypes.Value:
 def holds(rule: CompiledRule, value: Any, old_value: Any = None) -> bool:
     """Whether the rule evaluates to true with `self`=value (and `oldSelf`=old_value)."""
     result = _evaluate(rule, value, old_value)
-    if not isinstance(result, celtypes.BoolType):
+    # cel-python may return native Python values (str, bool) for some operators.
+    if not isinstance(result, celtypes.BoolType | bool):
         raise RuleError(f"rule evaluated to {type(result).__name__}, not bool")
     return bool(result)
 
@@ -75,6 +76,6 @@ def holds(rule: CompiledRule, value: Any, old_value: Any = None) -> bool:
 def message_of(expression: CompiledRule, value: Any, old_value: Any = None) -> str:
     """Evaluate a messageExpression; it must yield a string."""
     result = _evaluate(expression, value, old_value)
-    if not isinstance(result, celtypes.StringType):
+    if not isinstance(result, str):
         raise RuleError("messageExpression must evaluate to a string")
     return str(result)
