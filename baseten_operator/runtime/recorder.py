@@ -1,0 +1,275 @@
+"""Kubernetes Events, written in the background so a reconcile pass never waits on them.
+
+Like client-go's recorder:
+- `event()` only queues (bounded; when full the event is dropped and counted);
+- repeats of the same (object, type, reason, message) update one Event, raising its
+  `count` and `lastTimestamp`, instead of piling up new objects;
+- a token bucket per involved object (burst 25, one more every 5 minutes) stops a
+  hot loop from flooding the API server.
+An Event's name is derived from its aggregation key, so a restarted operator finds
+and continues the Event it wrote before instead of starting a second one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import queue
+import threading
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+import structlog
+from cachetools import LRUCache
+
+from baseten_operator.runtime import metrics
+from baseten_operator.runtime.client import EVENTS, AlreadyExists, KubeClient, NotFound
+from baseten_operator.runtime.clock import Clock, RealClock, rfc3339
+from baseten_operator.runtime.logging import redact
+
+_log = structlog.get_logger(__name__)
+
+EventType = Literal["Normal", "Warning"]
+
+DEFAULT_QUEUE_SIZE = 1000
+SPAM_BURST = 25
+SPAM_REFILL_SECONDS = 300.0
+MAX_MESSAGE_LENGTH = 1024
+_MAX_NAME_LENGTH = 253
+_CACHE_SIZE = 4096
+
+# (uid, kind, namespace, name, type, reason, message)
+AggregationKey = tuple[str, str, str, str, str, str, str]
+
+
+class Recorder(Protocol):
+    def event(self, obj: dict, type: EventType, reason: str, message: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class _Occurrence:
+    involved: dict[str, str]
+    namespace: str
+    type: str
+    reason: str
+    message: str
+    timestamp: str
+
+    @property
+    def key(self) -> AggregationKey:
+        i = self.involved
+        return (
+            i.get("uid", ""),
+            i.get("kind", ""),
+            i.get("namespace", ""),
+            i["name"],
+            self.type,
+            self.reason,
+            self.message,
+        )
+
+
+@dataclass
+class _Written:
+    name: str
+    count: int
+
+
+class _TokenBucket:
+    def __init__(self, burst: int, refill_seconds: float, now: float) -> None:
+        self._burst = float(burst)
+        self._rate = 1.0 / refill_seconds
+        self._tokens = self._burst
+        self._last = now
+
+    def take(self, now: float) -> bool:
+        self._tokens = min(self._burst, self._tokens + (now - self._last) * self._rate)
+        self._last = now
+        if self._tokens < 1.0:
+            return False
+        self._tokens -= 1.0
+        return True
+
+
+def _involved_object(obj: dict[str, Any]) -> dict[str, str]:
+    metadata = obj.get("metadata") or {}
+    fields = {
+        "apiVersion": obj.get("apiVersion"),
+        "kind": obj.get("kind"),
+        "name": metadata.get("name"),
+        "namespace": metadata.get("namespace"),
+        "uid": metadata.get("uid"),
+        "resourceVersion": metadata.get("resourceVersion"),
+    }
+    return {field: str(value) for field, value in fields.items() if value}
+
+
+def event_name(key: AggregationKey) -> str:
+    """`<object name>.<hex>`: stable for a key, so restarts continue the same Event."""
+    digest = hashlib.sha256("\x00".join(key).encode()).hexdigest()[:16]
+    return f"{key[3][: _MAX_NAME_LENGTH - len(digest) - 1]}.{digest}"
+
+
+class EventRecorder:
+    def __init__(
+        self,
+        client: KubeClient,
+        component: str,
+        *,
+        clock: Clock | None = None,
+        queue_size: int = DEFAULT_QUEUE_SIZE,
+        spam_burst: int = SPAM_BURST,
+        spam_refill_seconds: float = SPAM_REFILL_SECONDS,
+    ) -> None:
+        self._client = client
+        self._component = component
+        self._clock: Clock = clock or RealClock()
+        self._pending: queue.Queue[_Occurrence | None] = queue.Queue(maxsize=queue_size)
+        self._spam_burst = spam_burst
+        self._spam_refill_seconds = spam_refill_seconds
+        self._spam_lock = threading.Lock()
+        self._buckets: LRUCache[tuple[str, ...], _TokenBucket] = LRUCache(_CACHE_SIZE)
+        self._written: LRUCache[AggregationKey, _Written] = LRUCache(_CACHE_SIZE)  # writer only
+        self._writer: threading.Thread | None = None
+        self._dropped_full = metrics.EVENTS_DROPPED.labels(component=component, reason="queue_full")
+        self._dropped_spam = metrics.EVENTS_DROPPED.labels(component=component, reason="spam")
+        self._dropped_failed = metrics.EVENTS_DROPPED.labels(
+            component=component, reason="write_failed"
+        )
+
+    def event(self, obj: dict, type: EventType, reason: str, message: str) -> None:
+        """Queue an Event about `obj`; never blocks, drops (and counts) when overloaded."""
+        involved = _involved_object(obj)
+        if "name" not in involved:
+            raise ValueError("an event needs an involved object with metadata.name")
+        if not self._allowed(involved):
+            self._dropped_spam.inc()
+            return
+        occurrence = _Occurrence(
+            involved=involved,
+            namespace=involved.get("namespace", "default"),
+            type=type,
+            reason=reason,
+            message=redact(message)[:MAX_MESSAGE_LENGTH],
+            timestamp=rfc3339(self._clock),
+        )
+        try:
+            self._pending.put_nowait(occurrence)
+        except queue.Full:
+            self._dropped_full.inc()
+
+    def _allowed(self, involved: dict[str, str]) -> bool:
+        bucket_key = tuple(involved.get(f, "") for f in ("kind", "namespace", "name", "uid"))
+        now = self._clock.monotonic()
+        with self._spam_lock:
+            bucket = self._buckets.get(bucket_key)
+            if bucket is None:
+                bucket = _TokenBucket(self._spam_burst, self._spam_refill_seconds, now)
+                self._buckets[bucket_key] = bucket
+            return bucket.take(now)
+
+    def start(self) -> None:
+        if self._writer is not None:
+            return
+        self._writer = threading.Thread(
+            target=self._write_loop, name=f"event-recorder-{self._component}", daemon=True
+        )
+        self._writer.start()
+
+    def stop(self, flush_timeout: float) -> bool:
+        """Write what is queued, for at most `flush_timeout` seconds; returns whether flushed."""
+        if self._writer is None:
+            return self._pending.empty()
+        try:
+            self._pending.put(None, timeout=flush_timeout)
+        except queue.Full:
+            return False
+        self._writer.join(flush_timeout)
+        return not self._writer.is_alive()
+
+    def _write_loop(self) -> None:
+        while (occurrence := self._pending.get()) is not None:
+            try:
+                self._write(occurrence)
+            except Exception as error:  # best effort: an Event is never worth a crash
+                self._dropped_failed.inc()
+                _log.warning(
+                    "writing event failed",
+                    reason=occurrence.reason,
+                    object=f"{occurrence.namespace}/{occurrence.involved['name']}",
+                    error=str(error),
+                )
+
+    def _write(self, occurrence: _Occurrence) -> None:
+        key = occurrence.key
+        written = self._written.get(key)
+        if written is not None:
+            try:
+                self._bump(occurrence, written.name, written.count + 1)
+                written.count += 1
+                return
+            except NotFound:  # expired or deleted meanwhile: start over
+                pass
+        name = event_name(key)
+        try:
+            self._client.create(EVENTS, self._new_event(occurrence, name), occurrence.namespace)
+            self._written[key] = _Written(name, 1)
+        except AlreadyExists:  # written before a restart, or the cache forgot it
+            existing = self._client.get(EVENTS, name, occurrence.namespace)
+            count = int(existing.get("count") or 1) + 1
+            self._bump(occurrence, name, count)
+            self._written[key] = _Written(name, count)
+
+    def _bump(self, occurrence: _Occurrence, name: str, count: int) -> None:
+        patch = {"count": count, "lastTimestamp": occurrence.timestamp}
+        self._client.patch(EVENTS, name, patch, occurrence.namespace, patch_type="merge")
+
+    def _new_event(self, occurrence: _Occurrence, name: str) -> dict[str, Any]:
+        return {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": name, "namespace": occurrence.namespace},
+            "involvedObject": occurrence.involved,
+            "type": occurrence.type,
+            "reason": occurrence.reason,
+            "message": occurrence.message,
+            "source": {"component": self._component},
+            "reportingComponent": self._component,
+            "firstTimestamp": occurrence.timestamp,
+            "lastTimestamp": occurrence.timestamp,
+            "count": 1,
+        }
+
+
+@dataclass(frozen=True)
+class RecordedEvent:
+    type: str
+    reason: str
+    message: str
+    object_key: str
+
+
+class FakeRecorder:
+    """Records events in memory, for unit tests of code that emits them."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.recorded: list[RecordedEvent] = []
+
+    def event(self, obj: dict, type: EventType, reason: str, message: str) -> None:
+        metadata = obj.get("metadata") or {}
+        namespace, name = metadata.get("namespace"), metadata.get("name", "")
+        with self._lock:
+            self.recorded.append(
+                RecordedEvent(type, reason, message, f"{namespace}/{name}" if namespace else name)
+            )
+
+    @property
+    def events(self) -> list[tuple[str, str, str]]:
+        with self._lock:
+            return [(e.type, e.reason, e.message) for e in self.recorded]
+
+    def start(self) -> None:
+        """Nothing to start: events are recorded synchronously."""
+
+    def stop(self, flush_timeout: float) -> bool:
+        return True
