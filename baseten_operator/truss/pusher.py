@@ -25,6 +25,7 @@ from pydantic import ValidationError
 
 from baseten_operator.runtime import metrics
 from baseten_operator.runtime.clock import Clock, RealClock
+from baseten_operator.truss.naming import truss_config_dict
 from baseten_operator.truss.push_child import (
     API_KEY_ENV,
     ChildRequest,
@@ -226,7 +227,8 @@ class TrussPusher:
             remote_url=self._remote_url,
             model_name=req.model_name,
             deployment_name=req.deployment_name,
-            truss_config=req.truss_config,
+            # A pydantic TrussConfig is accepted too (as everywhere in this package).
+            truss_config=dict(truss_config_dict(req.truss_config)),
             setup_script=req.setup_script,
         )
         process = subprocess.Popen(

@@ -1,0 +1,126 @@
+"""A real truss push (child process, real truss) against the Baseten simulator."""
+
+from __future__ import annotations
+
+import copy
+import queue
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import requests
+
+from baseten_operator.truss.config import render_config_yaml
+from baseten_operator.truss.naming import config_hash, deployment_name
+from baseten_operator.truss.pusher import PushOutcome, PushRequest, TrussPusher
+
+pytestmark = pytest.mark.integration
+
+simulator_module = pytest.importorskip(
+    "baseten_operator.sim.baseten", reason="Baseten simulator not available"
+)
+if not hasattr(simulator_module, "BasetenSimulator"):
+    pytest.skip("BasetenSimulator is not exported yet", allow_module_level=True)
+
+API_KEY = "sim-api-key"
+MODEL_NAME = "my-llm-model"
+SETUP_SCRIPT = '#!/bin/bash\necho "done"'
+# The seed README's complete example, with its setup script inline.
+COMPLETE_CONFIG: dict[str, Any] = {
+    "pythonVersion": "py312",
+    "resources": {"accelerator": "H100:1", "useGpu": True},
+    "secrets": {"docker-registry-secret": ""},
+    "environmentVariables": {"DD_SITE": "us5.datadoghq.com"},
+    "baseImage": {
+        "image": "us-docker.pkg.dev/my-project/my-repo/vllm:0.16.0",
+        "dockerAuth": {
+            "authMethod": "GCP_SERVICE_ACCOUNT_JSON",
+            "secretName": "docker-registry-secret",
+            "registry": "us-docker.pkg.dev",
+        },
+    },
+    "dockerServer": {
+        "startCommand": "sh -c 'bash /app/data/setup.sh'",
+        "readinessEndpoint": "/health",
+        "livenessEndpoint": "/health",
+        "predictEndpoint": "/v1/completions",
+        "serverPort": 8000,
+    },
+    "runtime": {"predictConcurrency": 256},
+    "modelMetadata": {"tags": ["openai-compatible"], "exampleModelInput": {"prompt": "hi"}},
+    "setupScript": {"inline": SETUP_SCRIPT},
+}
+
+
+@pytest.fixture
+def simulator() -> Iterator[Any]:
+    sim = simulator_module.BasetenSimulator(api_key=API_KEY)
+    sim.start()
+    yield sim
+    sim.stop()
+
+
+def push(sim: Any, req: PushRequest) -> PushOutcome:
+    outcomes: queue.Queue[PushOutcome] = queue.Queue()
+    pusher = TrussPusher(API_KEY, sim.remote_url, on_done=outcomes.put, timeout=120)
+    try:
+        assert pusher.launch(req)
+        return outcomes.get(timeout=120)
+    finally:
+        pusher.stop(10)
+
+
+def deployments_named(sim: Any, model_id: str, name: str) -> list[dict[str, Any]]:
+    response = requests.get(
+        f"{sim.api_url}/models/{model_id}/deployments",
+        params={"name": name},
+        headers={"Authorization": f"Bearer {API_KEY}"},
+        timeout=10,
+    )
+    response.raise_for_status()
+    found: list[dict[str, Any]] = response.json()["deployments"]
+    return found
+
+
+def test_push_complete_example_creates_model_and_named_deployment(simulator: Any) -> None:
+    name = deployment_name(COMPLETE_CONFIG, SETUP_SCRIPT)
+    assert name == f"depl-vllm-0.16.0-{config_hash(COMPLETE_CONFIG, SETUP_SCRIPT)}"
+
+    outcome = push(
+        simulator,
+        PushRequest(
+            key="default/my-model-production",
+            model_name=MODEL_NAME,
+            deployment_name=name,
+            truss_config=copy.deepcopy(COMPLETE_CONFIG),
+            setup_script=SETUP_SCRIPT,
+            model_id=None,
+        ),
+    )
+
+    assert outcome.succeeded, outcome.error
+    assert outcome.model_id and outcome.deployment_id
+    files = simulator.uploaded_files(outcome.deployment_id)
+    assert files["config.yaml"] == render_config_yaml(MODEL_NAME, COMPLETE_CONFIG)
+    assert files["data/setup.sh"] == SETUP_SCRIPT
+    [deployment] = deployments_named(simulator, outcome.model_id, name)
+    assert deployment["id"] == outcome.deployment_id
+
+
+def test_second_push_adds_a_deployment_to_the_existing_model(simulator: Any) -> None:
+    model = simulator.seed_model(MODEL_NAME)
+    config = copy.deepcopy(COMPLETE_CONFIG)
+    del config["setupScript"]
+    name = deployment_name(config, "")
+
+    outcome = push(
+        simulator,
+        PushRequest("default/m", MODEL_NAME, name, config, "", model_id=model["id"]),
+    )
+
+    assert outcome.succeeded, outcome.error
+    assert outcome.model_id == model["id"]
+    assert "data/setup.sh" not in simulator.uploaded_files(outcome.deployment_id)
+    assert [d["id"] for d in deployments_named(simulator, model["id"], name)] == [
+        outcome.deployment_id
+    ]
