@@ -1,0 +1,44 @@
+"""`python -m baseten_operator.sim.baseten --port N --api-key KEY [--time-scale F]`."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import threading
+from types import FrameType
+
+from baseten_operator.sim.baseten.simulator import BasetenSimulator
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Run the Baseten simulator.")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--api-key", default="sim-api-key")
+    parser.add_argument("--time-scale", type=float, default=1.0)
+    parser.add_argument(
+        "--no-rate-limits", action="store_true", help="disable Baseten's rate limits"
+    )
+    args = parser.parse_args(argv)
+    stopping = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stopping.set()
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    simulator = BasetenSimulator(
+        args.api_key,
+        host=args.host,
+        port=args.port,
+        time_scale=args.time_scale,
+        rate_limits=not args.no_rate_limits,
+    )
+    print(simulator.start(), flush=True)
+    stopping.wait()
+    simulator.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

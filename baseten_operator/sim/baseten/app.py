@@ -1,0 +1,174 @@
+"""The request pipeline: routing, auth, injected faults, rate limits, audit."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from baseten_operator.runtime.clock import Clock
+from baseten_operator.sim.baseten import rest
+from baseten_operator.sim.baseten.audit import AuditLog
+from baseten_operator.sim.baseten.engine import SimEngine
+from baseten_operator.sim.baseten.errors import SimError
+from baseten_operator.sim.baseten.faults import Fault, FaultInjector
+from baseten_operator.sim.baseten.graphql import (
+    MUTATIONS,
+    GraphQLError,
+    TrussGraphQL,
+    parse_root_field,
+)
+from baseten_operator.sim.baseten.http import Request, Response, json_response
+from baseten_operator.sim.baseten.ratelimit import RateLimiter
+from baseten_operator.sim.baseten.s3 import S3Store
+
+RATE_LIMIT_MESSAGE = "Rate limit exceeded. Please try again later."
+CONTROL_PREFIX = "/_sim/"
+GRAPHQL_PATHS = ("/graphql", "/graphql/")
+# Push arguments left out of the audit log: encoded blobs nobody reads there.
+_BULKY_ARGS = frozenset({"config", "raw_config", "truss_user_env"})
+
+
+def error_response(error: SimError) -> Response:
+    return json_response(error.status, error.body())
+
+
+def rate_limited(retry_after: int) -> Response:
+    return json_response(429, {"error": RATE_LIMIT_MESSAGE, "retry_after": retry_after})
+
+
+class SimApp:
+    def __init__(
+        self,
+        *,
+        api_key: str,
+        clock: Clock,
+        time_scale: float,
+        engine: SimEngine,
+        graphql: TrussGraphQL,
+        s3: S3Store,
+        faults: FaultInjector,
+        limiter: RateLimiter,
+        audit: AuditLog,
+        control: Callable[[Request], Response],
+    ) -> None:
+        self._api_key = api_key
+        self._clock = clock
+        self._time_scale = time_scale
+        self._engine = engine
+        self._graphql = graphql
+        self._s3 = s3
+        self._faults = faults
+        self._limiter = limiter
+        self._audit = audit
+        self._control = control
+
+    def __call__(self, request: Request) -> Response | None:
+        if request.path.startswith(CONTROL_PREFIX):
+            return self._control(request)
+        if request.path in GRAPHQL_PATHS:
+            return self._handle_graphql(request)
+        if request.path == "/v1" or request.path.startswith("/v1/"):
+            return self._handle_rest(request)
+        if request.method in ("PUT", "POST", "DELETE") and request.path.count("/") >= 2:
+            return self._with_fault(["s3"], lambda: self._handle_s3(request))
+        return error_response(SimError(404, "NOT_FOUND", f"No route for {request.path}"))
+
+    # ----------------------------------------------------------------- shared steps
+
+    def _authenticated_key(self, request: Request) -> str | None:
+        scheme, _, key = request.headers.get("authorization", "").partition(" ")
+        if scheme.lower() in ("bearer", "api-key") and key.strip() == self._api_key:
+            return key.strip()
+        return None
+
+    def _with_fault(self, endpoints: list[str], proceed: Callable[[], Response]) -> Response | None:
+        fault = self._faults.take(endpoints)
+        if fault is None:
+            return proceed()
+        return self._apply_fault(fault, proceed)
+
+    def _apply_fault(self, fault: Fault, proceed: Callable[[], Response]) -> Response | None:
+        if fault.kind == "latency":
+            time.sleep(fault.seconds * self._time_scale)
+            return proceed()
+        if fault.kind == "5xx":
+            return json_response(
+                fault.status,
+                {"code": "INTERNAL", "message": "injected server error", "details": None},
+            )
+        if fault.kind == "429":
+            return rate_limited(fault.retry_after)
+        return None  # "drop"
+
+    def _audit_entry(self, request: Request, body: Any, status: int, endpoint: str) -> None:
+        self._audit.record(
+            method=request.method,
+            path=request.path,
+            body=body,
+            time=self._clock.now(),
+            status=status,
+            endpoint=endpoint,
+        )
+
+    # ----------------------------------------------------------------- REST
+
+    def _handle_rest(self, request: Request) -> Response | None:
+        key = self._authenticated_key(request)
+        if key is None:
+            return error_response(SimError(401, "UNAUTHENTICATED", "Invalid or missing API key"))
+        try:
+            match = rest.match_route(request.method, request.path)
+        except SimError as exc:
+            return error_response(exc)
+        endpoint = match.route.endpoint
+        return self._with_fault([endpoint], lambda: self._call_rest(request, key, match))
+
+    def _call_rest(self, request: Request, key: str, match: rest.Match) -> Response:
+        endpoint = match.route.endpoint
+        retry_after = self._limiter.check(key, endpoint)
+        if retry_after is not None:
+            return rate_limited(retry_after)
+        body: Any = None
+        try:
+            body = request.json()
+            response = json_response(200, rest.call(self._engine, match, request.query, body))
+        except ValueError:
+            response = error_response(SimError(400, "BAD_REQUEST", "Request body is not JSON"))
+        except SimError as exc:
+            response = error_response(exc)
+        if request.method != "GET":
+            self._audit_entry(request, body, response.status, endpoint)
+        return response
+
+    # ----------------------------------------------------------------- GraphQL
+
+    def _handle_graphql(self, request: Request) -> Response | None:
+        if self._authenticated_key(request) is None:
+            return error_response(SimError(401, "UNAUTHENTICATED", "Invalid or missing API key"))
+        try:
+            payload = request.json()
+            if not isinstance(payload, dict) or not isinstance(payload.get("query"), str):
+                raise GraphQLError("Body must be {query, variables}")
+            field = parse_root_field(payload["query"], payload.get("variables") or {})
+        except (ValueError, GraphQLError) as exc:
+            message = exc.message if isinstance(exc, GraphQLError) else "Body is not JSON"
+            return json_response(400, {"data": None, "errors": [{"message": message}]})
+
+        def execute() -> Response:
+            result = self._graphql.execute(field)
+            if field.name in MUTATIONS:
+                args = {k: v for k, v in field.args.items() if k not in _BULKY_ARGS}
+                body = {"field": field.name, "args": args}
+                self._audit_entry(request, body, 200, f"graphql:{field.name}")
+            return json_response(200, result)
+
+        return self._with_fault(["graphql", f"graphql:{field.name}"], execute)
+
+    # ----------------------------------------------------------------- S3
+
+    def _handle_s3(self, request: Request) -> Response:
+        result = self._s3.handle(
+            request.method, request.path, request.query, request.headers, request.body
+        )
+        return Response(result.status, result.body, result.headers)

@@ -1,0 +1,35 @@
+"""A record of every mutating call the simulator answered."""
+
+from __future__ import annotations
+
+import copy
+import threading
+from typing import Any
+
+
+class AuditLog:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._entries: list[dict[str, Any]] = []
+
+    def record(
+        self, *, method: str, path: str, body: Any, time: float, status: int, endpoint: str
+    ) -> None:
+        entry = {
+            "method": method,
+            "path": path,
+            "body": copy.deepcopy(body),
+            "time": time,
+            "status": status,
+            "endpoint": endpoint,
+        }
+        with self._lock:
+            self._entries.append(entry)
+
+    def entries(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return copy.deepcopy(self._entries)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()

@@ -1,0 +1,65 @@
+"""Faults injected into the next N requests of an endpoint."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+FaultKind = Literal["latency", "5xx", "429", "drop"]
+FAULT_KINDS: frozenset[str] = frozenset({"latency", "5xx", "429", "drop"})
+ANY_ENDPOINT = "*"
+
+
+@dataclass
+class Fault:
+    kind: str
+    remaining: int
+    params: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def status(self) -> int:
+        return int(self.params.get("status", 503 if self.kind == "5xx" else 429))
+
+    @property
+    def seconds(self) -> float:
+        return float(self.params.get("seconds", 1.0))
+
+    @property
+    def retry_after(self) -> int:
+        return int(self.params.get("retry_after", 1))
+
+
+class FaultInjector:
+    """Endpoint names are the simulator's operation names (`promote`, `get_deployment`, ...,
+    `graphql`, `graphql:<root field>`, `s3`), or `*` for every request."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._faults: dict[str, list[Fault]] = {}
+
+    def inject(self, endpoint: str, kind: str, count: int, **params: Any) -> None:
+        if kind not in FAULT_KINDS:
+            raise ValueError(f"unknown fault kind {kind!r}; expected one of {sorted(FAULT_KINDS)}")
+        if count < 1:
+            raise ValueError("count must be at least 1")
+        with self._lock:
+            self._faults.setdefault(endpoint, []).append(Fault(kind, count, dict(params)))
+
+    def take(self, endpoints: list[str]) -> Fault | None:
+        """Consume one use of the first pending fault matching any of `endpoints` (or `*`)."""
+        with self._lock:
+            for endpoint in [*endpoints, ANY_ENDPOINT]:
+                pending = self._faults.get(endpoint)
+                if not pending:
+                    continue
+                fault = pending[0]
+                fault.remaining -= 1
+                if fault.remaining == 0:
+                    pending.pop(0)
+                return fault
+            return None
+
+    def reset(self) -> None:
+        with self._lock:
+            self._faults.clear()

@@ -1,0 +1,190 @@
+"""The Management API routes under /v1 the operator uses, mapped onto the engine."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+from urllib.parse import parse_qs, unquote
+
+from pydantic import BaseModel, ValidationError
+
+from baseten_operator.sim.baseten.engine import SimEngine
+from baseten_operator.sim.baseten.errors import SimError, bad_request
+from baseten_operator.sim.baseten.payloads import (
+    AutoscalingUpdate,
+    CreateEnvironment,
+    Promote,
+    UpdateEnvironment,
+)
+
+Params = dict[str, str]
+RouteHandler = Callable[[SimEngine, Params, dict[str, list[str]], Any], Any]
+Body = TypeVar("Body", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class Route:
+    method: str
+    pattern: re.Pattern[str]
+    endpoint: str  # the name rate limits and faults are keyed on
+    handler: RouteHandler
+
+
+def _parse(model: type[Body], body: Any) -> Body:
+    if not isinstance(body, dict):
+        raise bad_request("Request body must be a JSON object")
+    try:
+        return model.model_validate(body)
+    except ValidationError as exc:
+        raise bad_request(
+            "Invalid request body", exc.errors(include_url=False, include_context=False)
+        ) from exc
+
+
+def _name(query: dict[str, list[str]]) -> str | None:
+    names = query.get("name")
+    return names[0] if names else None
+
+
+def _list_models(e: SimEngine, p: Params, q: dict[str, list[str]], b: Any) -> Any:
+    return {"models": e.list_models(_name(q))}
+
+
+def _list_deployments(e: SimEngine, p: Params, q: dict[str, list[str]], b: Any) -> Any:
+    return {"deployments": e.list_deployments(p["model_id"], _name(q))}
+
+
+def _update_autoscaling(e: SimEngine, p: Params, q: dict[str, list[str]], b: Any) -> Any:
+    changes = _parse(AutoscalingUpdate, b).changes()
+    return e.update_deployment_autoscaling(p["model_id"], p["deployment_id"], changes)
+
+
+def _list_environments(e: SimEngine, p: Params, q: dict[str, list[str]], b: Any) -> Any:
+    return {"environments": e.list_environments(p["model_id"])}
+
+
+def _create_environment(e: SimEngine, p: Params, q: dict[str, list[str]], b: Any) -> Any:
+    req = _parse(CreateEnvironment, b)
+    return e.create_environment(
+        p["model_id"],
+        req.name,
+        req.autoscaling_settings.changes() if req.autoscaling_settings else None,
+        req.promotion_settings.changes() if req.promotion_settings else None,
+    )
+
+
+def _update_environment(e: SimEngine, p: Params, q: dict[str, list[str]], b: Any) -> Any:
+    req = _parse(UpdateEnvironment, b)
+    return e.update_environment(
+        p["model_id"],
+        p["env_name"],
+        req.autoscaling_settings.changes() if req.autoscaling_settings else None,
+        req.promotion_settings.changes() if req.promotion_settings else None,
+    )
+
+
+def _promote(e: SimEngine, p: Params, q: dict[str, list[str]], b: Any) -> Any:
+    req = _parse(Promote, b)
+    return e.promote(
+        p["model_id"],
+        p["env_name"],
+        req.deployment_id,
+        scale_down_previous_deployment=req.scale_down_previous_deployment,
+        preserve_env_instance_type=req.preserve_env_instance_type,
+    )
+
+
+_MODEL = "/v1/models/(?P<model_id>[^/]+)"
+_DEPLOYMENT = _MODEL + "/deployments/(?P<deployment_id>[^/]+)"
+_ENVIRONMENT = _MODEL + "/environments/(?P<env_name>[^/]+)"
+
+
+def _route(method: str, path: str, endpoint: str, handler: RouteHandler) -> Route:
+    return Route(method, re.compile(f"^{path}/?$"), endpoint, handler)
+
+
+ROUTES: tuple[Route, ...] = (
+    _route("GET", "/v1/models", "list_models", _list_models),
+    _route("GET", _MODEL, "get_model", lambda e, p, q, b: e.get_model(p["model_id"])),
+    _route("DELETE", _MODEL, "delete_model", lambda e, p, q, b: e.delete_model(p["model_id"])),
+    _route("GET", _MODEL + "/deployments", "list_deployments", _list_deployments),
+    _route(
+        "GET",
+        _DEPLOYMENT,
+        "get_deployment",
+        lambda e, p, q, b: e.get_deployment(p["model_id"], p["deployment_id"]),
+    ),
+    _route(
+        "DELETE",
+        _DEPLOYMENT,
+        "delete_deployment",
+        lambda e, p, q, b: e.delete_deployment(p["model_id"], p["deployment_id"]),
+    ),
+    _route(
+        "POST",
+        _DEPLOYMENT + "/activate",
+        "activate",
+        lambda e, p, q, b: e.activate(p["model_id"], p["deployment_id"]),
+    ),
+    _route(
+        "POST",
+        _DEPLOYMENT + "/deactivate",
+        "deactivate",
+        lambda e, p, q, b: e.deactivate(p["model_id"], p["deployment_id"]),
+    ),
+    _route(
+        "POST",
+        _DEPLOYMENT + "/retry",
+        "retry",
+        lambda e, p, q, b: e.retry(p["model_id"], p["deployment_id"]),
+    ),
+    _route(
+        "PATCH",
+        _DEPLOYMENT + "/autoscaling_settings",
+        "update_deployment_autoscaling",
+        _update_autoscaling,
+    ),
+    _route("GET", _MODEL + "/environments", "list_environments", _list_environments),
+    _route("POST", _MODEL + "/environments", "create_environment", _create_environment),
+    _route(
+        "GET",
+        _ENVIRONMENT,
+        "get_environment",
+        lambda e, p, q, b: e.get_environment(p["model_id"], p["env_name"]),
+    ),
+    _route("PATCH", _ENVIRONMENT, "update_environment", _update_environment),
+    _route(
+        "DELETE",
+        _ENVIRONMENT,
+        "delete_environment",
+        lambda e, p, q, b: e.delete_environment(p["model_id"], p["env_name"]),
+    ),
+    _route("POST", _ENVIRONMENT + "/promote", "promote", _promote),
+)
+
+
+@dataclass(frozen=True)
+class Match:
+    route: Route
+    params: Params
+
+
+def match_route(method: str, path: str) -> Match:
+    """The route for a request; 404 for an unknown path, 405 for a known path's other methods."""
+    path_known = False
+    for route in ROUTES:
+        found = route.pattern.match(path)
+        if found is None:
+            continue
+        path_known = True
+        if route.method == method:
+            return Match(route, {k: unquote(v) for k, v in found.groupdict().items()})
+    if path_known:
+        raise SimError(405, "METHOD_NOT_ALLOWED", f"{method} is not allowed on {path}")
+    raise SimError(404, "NOT_FOUND", f"No route for {path}")
+
+
+def call(engine: SimEngine, match: Match, query: str, body: Any) -> Any:
+    return match.route.handler(engine, match.params, parse_qs(query), body)

@@ -1,0 +1,221 @@
+"""`BasetenSimulator`: the Management API, the truss push protocol and a control API on one port."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from baseten_operator.runtime.clock import Clock, RealClock
+from baseten_operator.sim.baseten.app import SimApp
+from baseten_operator.sim.baseten.audit import AuditLog
+from baseten_operator.sim.baseten.control import ControlApi
+from baseten_operator.sim.baseten.engine import LifecycleDurations, SimEngine
+from baseten_operator.sim.baseten.errors import bad_request
+from baseten_operator.sim.baseten.faults import FaultInjector
+from baseten_operator.sim.baseten.graphql import TrussGraphQL
+from baseten_operator.sim.baseten.http import HttpServer
+from baseten_operator.sim.baseten.payloads import AutoscalingUpdate, PromotionSettingsUpdate
+from baseten_operator.sim.baseten.ratelimit import Limit, RateLimiter
+from baseten_operator.sim.baseten.records import DEPLOY_FAILED
+from baseten_operator.sim.baseten.s3 import S3Store
+
+
+def _validated(model: type[AutoscalingUpdate] | type[PromotionSettingsUpdate], data: Any) -> Any:
+    if data is None:
+        return None
+    try:
+        return model.model_validate(data).changes()
+    except ValidationError as exc:
+        raise bad_request(
+            "invalid settings", exc.errors(include_url=False, include_context=False)
+        ) from exc
+
+
+class BasetenSimulator:
+    def __init__(
+        self,
+        api_key: str = "sim-api-key",
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        time_scale: float = 1.0,
+        clock: Clock | None = None,
+        durations: LifecycleDurations | None = None,
+        rate_limits: bool = True,
+    ) -> None:
+        self.api_key = api_key
+        self.clock: Clock = clock or RealClock()
+        self.time_scale = time_scale
+        self.engine = SimEngine(clock=self.clock, time_scale=time_scale, durations=durations)
+        self.s3 = S3Store()
+        self.faults = FaultInjector()
+        self.rate_limiter = RateLimiter(self.clock, time_scale)
+        self.rate_limiter.configure(enabled=rate_limits)
+        self._audit = AuditLog()
+        self._host = host
+        self._port = port
+        self._url: str | None = None
+        self._server: HttpServer | None = None
+        self.app = SimApp(
+            api_key=api_key,
+            clock=self.clock,
+            time_scale=time_scale,
+            engine=self.engine,
+            graphql=TrussGraphQL(self.engine, self.s3, lambda: self.url),
+            s3=self.s3,
+            faults=self.faults,
+            limiter=self.rate_limiter,
+            audit=self._audit,
+            control=ControlApi(self._control_operations()),
+        )
+
+    # ----------------------------------------------------------------- server
+
+    def start(self) -> str:
+        """Serve on host:port (0 = any free port); returns the root URL."""
+        if self._server is None:
+            self._server = HttpServer(self.app, self._host, self._port)
+            host, port = self._server.address
+            self._url = f"http://{host}:{port}"
+            self._server.start()
+        return self.url
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.stop()
+            self._server = None
+
+    def __enter__(self) -> BasetenSimulator:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def url(self) -> str:
+        if self._url is None:
+            raise RuntimeError("simulator not started")
+        return self._url
+
+    @property
+    def api_url(self) -> str:
+        return self.url + "/v1"
+
+    @property
+    def remote_url(self) -> str:
+        """What truss takes as its remote URL (it posts to {remote_url}/graphql/)."""
+        return self.url
+
+    # ----------------------------------------------------------------- control
+
+    def seed_model(self, name: str) -> dict:
+        return self.engine.seed_model(name)
+
+    def seed_deployment(
+        self, model_id: str, name: str, *, status: str = "ACTIVE", **extra: Any
+    ) -> dict:
+        """extra: autoscaling_settings, labels, files, truss_config (see SimEngine)."""
+        return self.engine.seed_deployment(model_id, name, status=status, **extra)
+
+    def seed_environment(
+        self,
+        model_id: str,
+        name: str,
+        *,
+        current_deployment_id: str | None = None,
+        autoscaling_settings: dict | None = None,
+        promotion_settings: dict | None = None,
+    ) -> dict:
+        return self.engine.seed_environment(
+            model_id,
+            name,
+            current_deployment_id=current_deployment_id,
+            autoscaling_settings=_validated(AutoscalingUpdate, autoscaling_settings),
+            promotion_settings=_validated(PromotionSettingsUpdate, promotion_settings),
+        )
+
+    def fail_deployment(self, deployment_id: str, status: str = DEPLOY_FAILED) -> dict:
+        return self.engine.fail_deployment(deployment_id, status)
+
+    def complete_deployment(self, deployment_id: str) -> dict:
+        return self.engine.complete_deployment(deployment_id)
+
+    def complete_promotion(self, model_id: str, env: str) -> dict:
+        return self.engine.complete_promotion(model_id, env)
+
+    def fail_promotion(self, model_id: str, env: str) -> dict:
+        return self.engine.fail_promotion(model_id, env)
+
+    def deactivate(self, deployment_id: str) -> dict:
+        """Baseten's inactivity TTL kicking in."""
+        return self.engine.deactivate_deployment(deployment_id)
+
+    def ui_update_environment(
+        self,
+        model_id: str,
+        env: str,
+        autoscaling_settings: dict | None = None,
+        promotion_settings: dict | None = None,
+    ) -> dict:
+        """A change made in Baseten's UI: applied at once (drift for the operator to find)."""
+        return self.engine.update_environment(
+            model_id,
+            env,
+            _validated(AutoscalingUpdate, autoscaling_settings),
+            _validated(PromotionSettingsUpdate, promotion_settings),
+            immediately=True,
+        )["environment"]
+
+    def inject_fault(self, endpoint: str, kind: str, count: int = 1, **params: Any) -> None:
+        """kind: latency (seconds=, sim time), 5xx (status=), 429 (retry_after=), drop."""
+        self.faults.inject(endpoint, kind, count, **params)
+
+    def configure_rate_limits(
+        self, enabled: bool | None = None, limits: dict[str, list[float]] | None = None
+    ) -> None:
+        """Turn limits off/on, or override some: {"retry": [requests, per_seconds], ...}."""
+        overrides = (
+            {name: Limit(int(spec[0]), float(spec[1])) for name, spec in limits.items()}
+            if limits is not None
+            else None
+        )
+        self.rate_limiter.configure(enabled=enabled, overrides=overrides)
+
+    def tick(self) -> None:
+        """Apply every lifecycle step due by now."""
+        self.engine.advance_to_now()
+
+    def audit_log(self) -> list[dict]:
+        return self._audit.entries()
+
+    def uploaded_files(self, deployment_id: str) -> dict[str, str]:
+        return self.engine.uploaded_files(deployment_id)
+
+    def reset(self) -> None:
+        self.engine.reset()
+        self.s3.reset()
+        self.faults.reset()
+        self.rate_limiter.reset()
+        self._audit.clear()
+
+    def _control_operations(self) -> dict[str, Any]:
+        return {
+            "health": lambda: {"ok": True},
+            "seed_model": self.seed_model,
+            "seed_deployment": self.seed_deployment,
+            "seed_environment": self.seed_environment,
+            "fail_deployment": self.fail_deployment,
+            "complete_deployment": self.complete_deployment,
+            "complete_promotion": self.complete_promotion,
+            "fail_promotion": self.fail_promotion,
+            "deactivate": self.deactivate,
+            "ui_update_environment": self.ui_update_environment,
+            "inject_fault": self.inject_fault,
+            "configure_rate_limits": self.configure_rate_limits,
+            "tick": self.tick,
+            "audit_log": self.audit_log,
+            "uploaded_files": self.uploaded_files,
+            "reset": self.reset,
+        }

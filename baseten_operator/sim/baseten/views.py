@@ -1,0 +1,124 @@
+"""Render stored records as the Management API's response bodies (OpenAPI component shapes)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from baseten_operator.sim.baseten.records import (
+    SERVING_STATUSES,
+    Deployment,
+    Environment,
+    InstanceType,
+    Model,
+    Promotion,
+)
+
+TEAM_ID = "simteam"
+TEAM_NAME = "Sim Team"
+NO_BACKPRESSURE: dict[str, Any] = {"policy": None}
+
+
+def timestamp(epoch: float) -> str:
+    """ISO 8601 in UTC with a `Z`, as Baseten writes `created_at`."""
+    text = datetime.fromtimestamp(epoch, tz=UTC).isoformat(timespec="microseconds")
+    return text.replace("+00:00", "Z")
+
+
+def active_replicas(dep: Deployment) -> int:
+    """Serving deployments run at least their minimum (one while not yet scaled to zero)."""
+    if dep.status not in SERVING_STATUSES:
+        return 0
+    return max(int(dep.autoscaling["min_replica"]), 1)
+
+
+def deployment_view(dep: Deployment, environment: str | None, is_production: bool) -> dict:
+    return {
+        "id": dep.id,
+        "created_at": timestamp(dep.created_at),
+        "name": dep.name,
+        "model_id": dep.model_id,
+        "is_production": is_production,
+        "is_development": False,
+        "status": dep.status,
+        "active_replica_count": active_replicas(dep),
+        "autoscaling_settings": dict(dep.autoscaling) if dep.deployed else None,
+        "instance_type_name": dep.instance_type.name,
+        "environment": environment,
+        "labels": dict(dep.labels) if dep.labels is not None else None,
+        "region": None,
+        "request_backpressure_settings": dict(NO_BACKPRESSURE),
+    }
+
+
+def instance_type_view(instance_type: InstanceType) -> dict:
+    return {
+        "id": instance_type.name,
+        "name": instance_type.name,
+        "memory_limit_mib": instance_type.memory_mib,
+        "millicpu_limit": instance_type.millicpu,
+        "gpu_count": instance_type.gpu_count,
+        "gpu_type": instance_type.gpu_type,
+        "gpu_memory_limit_mib": instance_type.gpu_memory_mib,
+    }
+
+
+def promotion_view(promotion: Promotion, now: float, time_scale: float) -> dict:
+    """The phase a promotion is in: releasing the candidate, ramping traffic up, then over."""
+    status, percent = "RELEASING", 0
+    if promotion.ready_at is not None:
+        ramp = (promotion.ramp_up_seconds or 0.0) * time_scale
+        elapsed = now - promotion.ready_at
+        if ramp > 0 and elapsed < ramp:
+            # Ten even stages over the ramp-up duration.
+            status, percent = "RAMPING_UP", min(100, 10 * (int(elapsed / (ramp / 10)) + 1))
+        else:
+            status, percent = "RAMPING_DOWN", 100
+    return {
+        "status": status,
+        "percent_traffic_to_new_version": percent,
+        "error_message": None,
+        "rolling_deploy": promotion.rolling_deploy,
+    }
+
+
+def environment_view(
+    env: Environment,
+    current: dict | None,
+    candidate: dict | None,
+    in_progress: dict | None,
+) -> dict:
+    return {
+        "name": env.name,
+        "created_at": timestamp(env.created_at),
+        "model_id": env.model_id,
+        "current_deployment": current,
+        "candidate_deployment": candidate,
+        "in_progress_promotion": in_progress,
+        "autoscaling_settings": dict(env.autoscaling),
+        "promotion_settings": {
+            **env.promotion_settings,
+            "rolling_deploy_config": (
+                dict(env.promotion_settings["rolling_deploy_config"])
+                if env.promotion_settings.get("rolling_deploy_config")
+                else None
+            ),
+        },
+        "instance_type": instance_type_view(env.instance_type or InstanceType()),
+        "request_backpressure_settings": dict(NO_BACKPRESSURE),
+        "autoscaling_schedules": None,
+    }
+
+
+def model_view(model: Model, production: Deployment | None, latest: Deployment | None) -> dict:
+    shown = production or latest
+    return {
+        "id": model.id,
+        "created_at": timestamp(model.created_at),
+        "name": model.name,
+        "deployments_count": len(model.deployment_ids),
+        "production_deployment_id": production.id if production else None,
+        "development_deployment_id": None,
+        "instance_type_name": (shown.instance_type if shown else InstanceType()).name,
+        "team_name": TEAM_NAME,
+    }
