@@ -447,3 +447,27 @@ def _reason_cause(reason: str | None, path: str, type_name: str, message: str) -
     if reason == DUPLICATE:
         return _cause(DUPLICATE, path, f"Duplicate value: {_go_value(type_name)}")
     return _invalid(path, type_name, message)
+
+
+# ---------------------------------------------------------------------------------------
+# CRD creation: rules that do not compile make the apiserver refuse the definition.
+
+
+def rule_compile_causes(schema: Schema, path: str = "openAPIV3Schema") -> list[Cause]:
+    """Causes for every rule or messageExpression of `schema` that does not compile."""
+    causes: list[Cause] = []
+    for i, rule in enumerate(schema.get("x-kubernetes-validations") or []):
+        for key in ("rule", "messageExpression"):
+            if not rule.get(key):
+                continue
+            try:
+                cel.compile_rule(str(rule[key]).strip())
+            except cel.RuleError as exc:
+                field = f"{path}.x-kubernetes-validations[{i}].{key}"
+                causes.append(_invalid(field, rule[key], str(exc)))
+    for name, sub in (schema.get("properties") or {}).items():
+        causes += rule_compile_causes(sub, f"{path}.properties[{name}]")
+    for key in ("items", "additionalProperties"):
+        if isinstance(schema.get(key), dict):
+            causes += rule_compile_causes(schema[key], f"{path}.{key}")
+    return causes

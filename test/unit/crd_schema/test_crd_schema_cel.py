@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
+from baseten_operator.api.crd import root_schema
 from baseten_operator.sim.kube import cel
-from baseten_operator.sim.kube.schema import apply_structural_schema
+from baseten_operator.sim.kube.schema import apply_structural_schema, rule_compile_causes
 
 PROPS = {
     "a": {"type": "string"},
@@ -221,3 +222,23 @@ def test_programs_are_compiled_once_per_rule_text() -> None:
 def test_syntax_error_is_a_rule_error() -> None:
     with pytest.raises(cel.RuleError):
         cel.compile_rule("self.a ==")
+
+
+def test_rule_compile_causes_name_the_broken_rule() -> None:
+    schema = spec_with_rules({"rule": "has(self.a)"})
+    assert rule_compile_causes(schema) == []
+    schema["properties"]["spec"]["properties"]["tags"]["items"]["x-kubernetes-validations"] = [
+        {"rule": "self ==", "message": "m"},
+        {"rule": "true", "messageExpression": "'a' +"},
+    ]
+    causes = rule_compile_causes(schema)
+    assert [c["field"] for c in causes] == [
+        "openAPIV3Schema.properties[spec].properties[tags].items.x-kubernetes-validations[0].rule",
+        "openAPIV3Schema.properties[spec].properties[tags].items"
+        ".x-kubernetes-validations[1].messageExpression",
+    ]
+    assert all("compilation failed" in c["message"] for c in causes)
+
+
+def test_generated_crd_rules_compile() -> None:
+    assert rule_compile_causes(root_schema()) == []
