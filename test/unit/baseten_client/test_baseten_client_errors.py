@@ -418,10 +418,11 @@ class TestTheKeyNeverLeaks:
         base_url: str,
         api_key: str,
     ) -> None:
-        rsps.get(f"{base_url}/models", status=400, body="x" * 290 + api_key)
+        rsps.get(f"{base_url}/models", status=400, body="x" * 280 + api_key)
         with pytest.raises(BasetenAPIError) as caught:
             client.list_models()
         self.assert_hidden(api_key, caught.value.message)
 
     def test_in_reprs(self, client: BasetenClient, api_key: str) -> None:
-        self.assert_hidden(api_key, repr(client), repr(client._auth), repr(vars(client)))
+        transport = client._transport
+        self.assert_hidden(api_key, repr(client), repr(vars(client)), repr(vars(transport)))

@@ -400,5 +400,5 @@ def test_from_env_without_key_is_a_config_error(
 
 def test_session_pools_enough_connections_for_all_workers() -> None:
     client = BasetenClient("k")
-    adapter = client._session.get_adapter("https://api.baseten.co/v1/models")
+    adapter = client._transport._session.get_adapter("https://api.baseten.co/v1/models")
     assert adapter._pool_maxsize >= 20  # type: ignore[attr-defined]

@@ -1,0 +1,340 @@
+"""HTTP transport of the Baseten client: auth, throttling, retries, errors, metrics.
+
+Retry policy (conservative: a duplicate promote or create is worse than an error):
+- 429: every call waits what the server asks (`retry_after` in the body or the
+  `Retry-After` header) and tries again, within a bounded number of attempts.
+- 5xx: only idempotent endpoints (GET, DELETE, settings PATCH) are retried.
+- connection errors: idempotent endpoints are retried; the others only when the
+  connection failed before the request could have been sent.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
+from typing import Any, TypeVar
+from urllib.parse import quote
+
+import requests
+import structlog
+import urllib3.exceptions
+from pydantic import BaseModel, ValidationError
+from requests.adapters import HTTPAdapter
+
+from baseten_operator.baseten.errors import BasetenAPIError
+from baseten_operator.baseten.ratelimit import EndpointRateLimiter, Limit
+from baseten_operator.runtime.clock import Clock
+from baseten_operator.runtime.metrics import (
+    BASETEN_API_LATENCY,
+    BASETEN_API_REQUESTS,
+    BASETEN_RATE_LIMIT_WAIT,
+)
+
+log = structlog.get_logger(__name__)
+
+# Documented per-key limit of every endpoint without a stricter one.
+DEFAULT_LIMIT = Limit(100, 1.0)
+
+# Error messages end up in CR status; keep them readable.
+_MAX_MESSAGE_CHARS = 300
+_REDACTED = "[REDACTED]"
+# An Authorization header echoed in text (e.g. a dumped request): keep the scheme, drop the value.
+_AUTH_HEADER_VALUE = re.compile(
+    r"(?i)(authorization['\"]?\s*[:=]\s*['\"]?(?:bearer|api-key)\s+)[^\s'\",}]+"
+)
+
+T = TypeVar("T", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """One API operation: its path template (relative to the base URL) and retry class."""
+
+    method: str
+    template: str
+    idempotent: bool
+    limit: Limit = DEFAULT_LIMIT
+
+    @property
+    def label(self) -> str:
+        """The template as the API documents it, for metrics and logs (never a raw path)."""
+        return "/v1" + self.template
+
+    def path(self, params: Mapping[str, str]) -> str:
+        return self.template.format(**{k: quote(v, safe="") for k, v in params.items()})
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    max_attempts: int = 4
+    # A 429 asking for a longer wait is raised at once (with retry_after) for the caller to requeue.
+    max_rate_limit_wait: float = 60.0
+    backoff_base: float = 0.5
+    backoff_cap: float = 8.0
+
+    def backoff(self, attempt: int, rng: random.Random) -> float:
+        """Exponential in the attempt number, capped, jittered over its upper half."""
+        ceiling = min(self.backoff_cap, self.backoff_base * 2 ** (attempt - 1))
+        return ceiling * (0.5 + rng.random() / 2)
+
+
+class Secret:
+    """Holds the API key so that no repr, vars() dump or log of its owner shows it."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: str) -> None:
+        self.value = value
+
+    def __repr__(self) -> str:
+        return "<redacted>"
+
+    __str__ = __repr__
+
+
+class _BearerAuth(requests.auth.AuthBase):
+    def __init__(self, api_key: Secret) -> None:
+        self._api_key = api_key
+
+    def __call__(self, request: requests.PreparedRequest) -> requests.PreparedRequest:
+        request.headers["Authorization"] = f"Bearer {self._api_key.value}"
+        return request
+
+    def __repr__(self) -> str:
+        return "_BearerAuth(<redacted>)"
+
+
+def pooled_session(pool_size: int) -> requests.Session:
+    session = requests.Session()
+    # max_retries=0: retries are decided here, where we know what is safe to repeat.
+    adapter = HTTPAdapter(pool_connections=4, pool_maxsize=pool_size, max_retries=0)
+    session.mount("https://", adapter)
+    session.mount("http://", adapter)
+    return session
+
+
+def _failed_before_sending(exc: requests.RequestException) -> bool:
+    """True when the connection could not be opened, so the server never saw the request."""
+    if isinstance(exc, requests.ConnectTimeout):
+        return True
+    if not isinstance(exc, requests.ConnectionError):
+        return False
+    reason: object = exc.args[0] if exc.args else None
+    if isinstance(reason, urllib3.exceptions.MaxRetryError):
+        reason = reason.reason
+    return isinstance(reason, urllib3.exceptions.NewConnectionError)
+
+
+def _shorten(text: str) -> str:
+    text = " ".join(text.split())
+    if len(text) > _MAX_MESSAGE_CHARS:
+        return text[: _MAX_MESSAGE_CHARS - 1] + "…"
+    return text
+
+
+def _server_message(response: requests.Response) -> str:
+    """The server's own explanation: JSON message/error/detail, else the plain text."""
+    try:
+        data = response.json()
+    except ValueError:
+        data = None
+    if isinstance(data, dict):
+        for key in ("message", "error", "detail"):
+            value = data.get(key)
+            if value:
+                return value if isinstance(value, str) else json.dumps(value)
+    if response.text.strip():
+        return response.text
+    return response.reason or "no message"
+
+
+def _number(value: object) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return None
+    return None
+
+
+class Transport:
+    """Sends one endpoint's request and returns its parsed body, or raises BasetenAPIError.
+
+    Thread-safe: the session pools connections and the rate limiter's buckets are
+    shared by every thread using this transport.
+    """
+
+    def __init__(
+        self,
+        api_key: Secret,
+        base_url: str,
+        *,
+        session: requests.Session,
+        clock: Clock,
+        timeout: tuple[float, float],
+        policy: RetryPolicy,
+        rng: random.Random,
+    ) -> None:
+        self._api_key = api_key
+        self._auth = _BearerAuth(api_key)
+        self._base_url = base_url
+        self._session = session
+        self._clock = clock
+        self._timeout = timeout
+        self._policy = policy
+        self._rng = rng
+        self._limiter = EndpointRateLimiter(clock)
+
+    def call(
+        self,
+        endpoint: Endpoint,
+        path: Mapping[str, str],
+        model: type[T],
+        *,
+        query: Mapping[str, str] | None = None,
+        body: Mapping[str, Any] | None = None,
+    ) -> T:
+        response = self._send(endpoint, path, query, body)
+        try:
+            data = response.json()
+        except ValueError:
+            raise self._malformed(endpoint, response, "body is not JSON") from None
+        try:
+            return model.model_validate(data)
+        except ValidationError as exc:
+            # Name the first problem only: a pydantic dump is noise in a CR's status.
+            first = exc.errors(include_input=False, include_url=False)[0]
+            where = ".".join(str(part) for part in first["loc"]) or "body"
+            raise self._malformed(endpoint, response, f"{where}: {first['msg']}") from None
+
+    def _send(
+        self,
+        endpoint: Endpoint,
+        path: Mapping[str, str],
+        query: Mapping[str, str] | None,
+        body: Mapping[str, Any] | None,
+    ) -> requests.Response:
+        """Send with throttling and retries; return a 2xx response or raise BasetenAPIError."""
+        url = self._base_url + endpoint.path(path)
+        attempt = 0
+        while True:
+            attempt += 1
+            last_attempt = attempt >= self._policy.max_attempts
+            self._throttle(endpoint)
+            started = self._clock.monotonic()
+            try:
+                response = self._session.request(
+                    endpoint.method,
+                    url,
+                    params=query,
+                    json=body,
+                    auth=self._auth,
+                    timeout=self._timeout,
+                )
+            except requests.RequestException as exc:
+                self._record(endpoint, "0", started)
+                # `from None`: the library's exception text may carry request details.
+                error = BasetenAPIError(0, self._connection_message(endpoint, exc))
+                safe_to_repeat = endpoint.idempotent or _failed_before_sending(exc)
+                if last_attempt or not safe_to_repeat:
+                    raise error from None
+                self._back_off(endpoint, attempt, error)
+                continue
+            status = response.status_code
+            self._record(endpoint, str(status), started)
+            if 200 <= status < 300:
+                return response
+            error = BasetenAPIError(status, self._safe(_server_message(response)))
+            if status == 429:
+                error.retry_after = self._retry_after(response)
+                if last_attempt or (error.retry_after or 0) > self._policy.max_rate_limit_wait:
+                    raise error
+                if error.retry_after is None:
+                    self._back_off(endpoint, attempt, error)
+                else:
+                    self._wait(endpoint, attempt, error, error.retry_after)
+                    BASETEN_RATE_LIMIT_WAIT.labels(endpoint=endpoint.label).inc(error.retry_after)
+                continue
+            if status >= 500 and endpoint.idempotent and not last_attempt:
+                self._back_off(endpoint, attempt, error)
+                continue
+            raise error
+
+    def _throttle(self, endpoint: Endpoint) -> None:
+        waited = self._limiter.acquire(endpoint.template, endpoint.limit)
+        if waited > 0:
+            BASETEN_RATE_LIMIT_WAIT.labels(endpoint=endpoint.label).inc(waited)
+
+    def _record(self, endpoint: Endpoint, code: str, started: float) -> None:
+        elapsed = self._clock.monotonic() - started
+        labels = {"endpoint": endpoint.label, "method": endpoint.method}
+        BASETEN_API_REQUESTS.labels(code=code, **labels).inc()
+        BASETEN_API_LATENCY.labels(**labels).observe(elapsed)
+        log.debug("baseten request", code=code, duration=round(elapsed, 4), **labels)
+
+    def _back_off(self, endpoint: Endpoint, attempt: int, error: BasetenAPIError) -> None:
+        self._wait(endpoint, attempt, error, self._policy.backoff(attempt, self._rng))
+
+    def _wait(self, endpoint: Endpoint, attempt: int, error: BasetenAPIError, delay: float) -> None:
+        log.warning(
+            "baseten request failed, retrying",
+            method=endpoint.method,
+            endpoint=endpoint.label,
+            attempt=attempt,
+            delay=round(delay, 3),
+            error=str(error),
+        )
+        self._clock.sleep(delay)
+
+    def _retry_after(self, response: requests.Response) -> float | None:
+        """The longer of the body's `retry_after` and the `Retry-After` header (seconds or date)."""
+        candidates: list[float] = []
+        try:
+            data = response.json()
+        except ValueError:
+            data = None
+        if isinstance(data, dict):
+            from_body = _number(data.get("retry_after"))
+            if from_body is not None:
+                candidates.append(from_body)
+        header = response.headers.get("Retry-After")
+        if header:
+            from_header = _number(header.strip())
+            if from_header is None:
+                try:
+                    from_header = parsedate_to_datetime(header).timestamp() - self._clock.now()
+                except (TypeError, ValueError):
+                    from_header = None
+            if from_header is not None:
+                candidates.append(from_header)
+        return max(0.0, *candidates) if candidates else None
+
+    def _malformed(
+        self, endpoint: Endpoint, response: requests.Response, problem: str
+    ) -> BasetenAPIError:
+        return BasetenAPIError(
+            response.status_code,
+            self._safe(f"malformed response from {endpoint.method} {endpoint.label}: {problem}"),
+        )
+
+    def _connection_message(self, endpoint: Endpoint, exc: requests.RequestException) -> str:
+        kind = "timeout" if isinstance(exc, requests.Timeout) else "connection error"
+        return self._safe(
+            f"{kind} on {endpoint.method} {endpoint.label}: {type(exc).__name__}: {exc}"
+        )
+
+    def _safe(self, text: str) -> str:
+        """Text fit for an error: without the key or an echoed auth header, then shortened.
+
+        Redaction comes first so truncation can never leave part of the key behind.
+        """
+        text = _AUTH_HEADER_VALUE.sub(lambda m: m.group(1) + _REDACTED, text)
+        return _shorten(text.replace(self._api_key.value, _REDACTED))
