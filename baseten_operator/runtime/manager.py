@@ -1,0 +1,317 @@
+"""The manager: runs informers, probes, metrics and (once leader) controllers.
+
+Every replica keeps its informers warm so that a failover starts from a full cache.
+Only the leader runs controllers and leader-only runnables. A clean stop (SIGTERM)
+stops taking work, drains in-flight passes within `shutdown_timeout`, releases the
+Lease and exits 0; a replica that loses its Lease stops its controllers at once and
+exits 1, because two replicas acting at the same time is worse than a restart.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import threading
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import FrameType
+from typing import Protocol
+
+import structlog
+
+from baseten_operator.runtime.client import KubeClient, Resource
+from baseten_operator.runtime.clock import Clock, RealClock
+from baseten_operator.runtime.health import HealthServer
+from baseten_operator.runtime.informer import Informer
+from baseten_operator.runtime.leaderelection import LeaderElector
+from baseten_operator.runtime.metrics import MetricsServer
+
+log = structlog.get_logger(__name__)
+
+EXIT_OK = 0
+EXIT_LOST_LEASE = 1
+# A leader whose Lease went unrenewed this long past its duration reports unready.
+LEADER_HEALTH_TOLERANCE = 20.0
+
+
+class Runnable(Protocol):
+    """What the manager needs of a controller."""
+
+    def start(self) -> None: ...
+
+    def stop(self, drain_timeout: float) -> bool: ...
+
+
+@dataclass
+class ManagerOptions:
+    metrics_bind_address: str = ":8080"
+    health_probe_bind_address: str = ":8081"
+    leader_elect: bool = False
+    leader_election_id: str = "baseten-operator.models.baseten.com"
+    leader_election_namespace: str = "default"
+    namespace: str | None = None
+    shutdown_timeout: float = 30.0
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+
+
+@dataclass(frozen=True)
+class _Runnable:
+    start: Callable[[], None]
+    stop: Callable[[], None]
+    leader_only: bool
+
+
+def default_identity() -> str:
+    return f"{socket.gethostname()}_{uuid.uuid4()}"
+
+
+class Manager:
+    def __init__(
+        self,
+        client: KubeClient,
+        options: ManagerOptions,
+        *,
+        clock: Clock | None = None,
+        identity: str | None = None,
+    ) -> None:
+        self.client = client
+        self.options = options
+        self.identity = identity or default_identity()
+        self._clock: Clock = clock or RealClock()
+        self._lock = threading.RLock()
+        self._informers: dict[tuple[Resource, str | None], Informer] = {}
+        self._controllers: list[Runnable] = []
+        self._runnables: list[_Runnable] = []
+        self._elector: LeaderElector | None = None
+        self._metrics_server: MetricsServer | None = None
+        self._health_server: HealthServer | None = None
+        self._started = False
+        self._leading = False
+        self._stopping = threading.Event()
+        self._done = threading.Event()
+        self._exit_code = EXIT_OK
+        self._log = log.bind(identity=self.identity)
+
+    # -- registration -------------------------------------------------------------------
+
+    def informer(self, resource: Resource, namespace: str | None = None) -> Informer:
+        """The shared informer of `resource` in `namespace` (default: the watch namespace)."""
+        if namespace is None:
+            namespace = self.options.namespace
+        key = (resource, namespace if resource.namespaced else None)
+        with self._lock:
+            informer = self._informers.get(key)
+            if informer is None:
+                informer = Informer(self.client, resource, key[1], clock=self._clock)
+                self._informers[key] = informer
+                if self._started:
+                    informer.start()
+            return informer
+
+    def add_controller(self, controller: Runnable) -> None:
+        with self._lock:
+            self._controllers.append(controller)
+            if self._leading:
+                controller.start()
+
+    def add_runnable(
+        self, start: Callable[[], None], stop: Callable[[], None], *, leader_only: bool = True
+    ) -> None:
+        runnable = _Runnable(start, stop, leader_only)
+        with self._lock:
+            self._runnables.append(runnable)
+            if self._leading or (self._started and not leader_only):
+                start()
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Servers, informers and the election; returns at once."""
+        with self._lock:
+            if self._started:
+                raise RuntimeError("manager already started")
+            self._started = True
+            self._start_servers()
+            for informer in self._informers.values():
+                informer.start()
+            for runnable in self._runnables:
+                if not runnable.leader_only:
+                    runnable.start()
+        if self.options.leader_elect:
+            self._elector = LeaderElector(
+                self.client,
+                name=self.options.leader_election_id,
+                namespace=self.options.leader_election_namespace,
+                identity=self.identity,
+                lease_duration=self.options.lease_duration,
+                renew_deadline=self.options.renew_deadline,
+                retry_period=self.options.retry_period,
+                on_started_leading=self._on_started_leading,
+                on_stopped_leading=self._on_stopped_leading,
+                clock=self._clock,
+            )
+            self._elector.start()
+        else:
+            self._on_started_leading()
+        self._log.info("manager started", leader_elect=self.options.leader_elect)
+
+    def wait(self) -> int:
+        self._done.wait()
+        return self._exit_code
+
+    def run(self) -> int:
+        self.start()
+        return self.wait()
+
+    def stop(self) -> None:
+        """Stop taking work, drain within `shutdown_timeout`, release the Lease; exit 0."""
+        self._shutdown(EXIT_OK, self.options.shutdown_timeout)
+
+    @property
+    def is_leader(self) -> bool:
+        return self._leading
+
+    @property
+    def metrics_address(self) -> tuple[str, int] | None:
+        return self._metrics_server.bound_address if self._metrics_server else None
+
+    @property
+    def health_address(self) -> tuple[str, int] | None:
+        return self._health_server.bound_address if self._health_server else None
+
+    def informers_synced(self) -> bool:
+        with self._lock:
+            informers = list(self._informers.values())
+        return all(informer.has_synced() for informer in informers)
+
+    def leader_election_healthy(self) -> bool:
+        elector = self._elector
+        return elector is None or elector.healthy(LEADER_HEALTH_TOLERANCE)
+
+    # -- leadership ---------------------------------------------------------------------
+
+    def _on_started_leading(self) -> None:
+        with self._lock:
+            if self._stopping.is_set():
+                return
+            self._leading = True
+            self._log.info("starting controllers", controllers=len(self._controllers))
+            for controller in self._controllers:
+                controller.start()
+            for runnable in self._runnables:
+                if runnable.leader_only:
+                    runnable.start()
+
+    def _on_stopped_leading(self) -> None:
+        if self._stopping.is_set():
+            return  # our own clean release
+        self._log.error("leader election lost: stopping controllers and exiting")
+        self._shutdown(EXIT_LOST_LEASE, 0.0)
+
+    # -- shutdown -----------------------------------------------------------------------
+
+    def _shutdown(self, exit_code: int, drain_timeout: float) -> None:
+        with self._lock:
+            if self._stopping.is_set():
+                first = False
+            else:
+                first = True
+                self._stopping.set()
+                self._exit_code = exit_code
+        if not first:
+            self._done.wait()
+            return
+        if self._health_server is not None:
+            self._health_server.set_shutting_down()
+        try:
+            self._stop_leader_work(drain_timeout)
+            if self._elector is not None:
+                self._elector.stop(timeout=self.options.retry_period + 5.0)
+            self._stop_everything_else()
+        finally:
+            self._log.info("manager stopped", exit_code=self._exit_code)
+            self._done.set()
+
+    def _stop_leader_work(self, drain_timeout: float) -> None:
+        """Stop the controllers in parallel: none takes new work while another drains."""
+        with self._lock:
+            leading, self._leading = self._leading, False
+            controllers = list(self._controllers)
+            runnables = [runnable for runnable in self._runnables if runnable.leader_only]
+        if not leading:
+            return
+        drained: dict[int, bool] = {}
+
+        def stop_one(index: int, controller: Runnable) -> None:
+            drained[index] = controller.stop(drain_timeout)
+
+        threads = [
+            threading.Thread(target=stop_one, args=(i, c), name="controller-stop", daemon=True)
+            for i, c in enumerate(controllers)
+        ]
+        for thread in threads:
+            thread.start()
+        deadline = self._clock.monotonic() + drain_timeout
+        for thread in threads:
+            # Real-time join bounded by the drain budget plus a margin for bookkeeping.
+            thread.join(max(0.0, deadline - self._clock.monotonic()) + 1.0)
+        if not all(drained.get(i, False) for i in range(len(controllers))):
+            self._log.warning("in-flight passes did not finish within the shutdown timeout")
+        for runnable in runnables:
+            self._stop_quietly(runnable.stop)
+
+    def _stop_everything_else(self) -> None:
+        with self._lock:
+            runnables = [runnable for runnable in self._runnables if not runnable.leader_only]
+            informers = list(self._informers.values())
+        for runnable in runnables:
+            self._stop_quietly(runnable.stop)
+        for informer in informers:
+            informer.stop()
+        for server in (self._health_server, self._metrics_server):
+            if server is not None:
+                self._stop_quietly(server.stop)
+
+    def _stop_quietly(self, stop: Callable[[], None]) -> None:
+        try:
+            stop()
+        except Exception:
+            self._log.exception("stopping a component failed")
+
+    # -- servers ------------------------------------------------------------------------
+
+    def _start_servers(self) -> None:
+        self._metrics_server = MetricsServer(self.options.metrics_bind_address)
+        self._metrics_server.start()
+        self._health_server = HealthServer(
+            self.options.health_probe_bind_address,
+            {
+                "informers-synced": self.informers_synced,
+                "leader-election": self.leader_election_healthy,
+            },
+        )
+        self._health_server.start()
+
+
+def install_signal_handlers(manager: Manager) -> None:
+    """SIGTERM/SIGINT stop the manager cleanly; a second signal exits at once.
+
+    Must be called from the main thread (Python delivers signals only there).
+    """
+    received: list[int] = []
+
+    def handle(signum: int, _frame: FrameType | None) -> None:
+        if received:
+            os._exit(EXIT_LOST_LEASE)
+        received.append(signum)
+        log.info("signal received: shutting down", signal=signal.Signals(signum).name)
+        # The handler runs on the main thread, which may be the one in `wait()`: stop
+        # from another thread so the drain does not block signal handling.
+        threading.Thread(target=manager.stop, name="manager-shutdown", daemon=True).start()
+
+    signal.signal(signal.SIGTERM, handle)
+    signal.signal(signal.SIGINT, handle)

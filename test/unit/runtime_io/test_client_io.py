@@ -1,0 +1,134 @@
+"""Client pieces that need no server: paths, error typing, keys, watch line parsing."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+import urllib3
+
+from baseten_operator.runtime.client import (
+    CONFIGMAPS,
+    CRDS,
+    LEASES,
+    AlreadyExists,
+    ApiError,
+    Conflict,
+    ConnectionFailed,
+    Gone,
+    Invalid,
+    NotFound,
+    Resource,
+    ServerError,
+    TooManyRequests,
+    UnsupportedMediaType,
+    WatchStream,
+    api_error,
+    object_key,
+)
+
+
+def test_paths_for_core_group_namespaced_and_cluster_scoped() -> None:
+    assert CONFIGMAPS.path("ns", "a b") == "/api/v1/namespaces/ns/configmaps/a%20b"
+    assert CONFIGMAPS.path() == "/api/v1/configmaps"
+    assert LEASES.path("kube-system", "x", "status") == (
+        "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/x/status"
+    )
+    assert CRDS.path("ignored", "c") == "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/c"
+    assert LEASES.api_version == "coordination.k8s.io/v1"
+    assert Resource("", "v1", "pods", "Pod").api_version == "v1"
+
+
+def status(code: int, reason: str, **extra: object) -> dict:
+    return {"kind": "Status", "code": code, "reason": reason, "message": f"m{code}", **extra}
+
+
+@pytest.mark.parametrize(
+    ("code", "reason", "expected"),
+    [
+        (404, "NotFound", NotFound),
+        (409, "AlreadyExists", AlreadyExists),
+        (409, "Conflict", Conflict),
+        (410, "Expired", Gone),
+        (415, "UnsupportedMediaType", UnsupportedMediaType),
+        (422, "Invalid", Invalid),
+        (503, "ServiceUnavailable", ServerError),
+        (418, "Teapot", ApiError),
+    ],
+)
+def test_status_codes_map_to_typed_errors(code: int, reason: str, expected: type) -> None:
+    error = api_error(code, status(code, reason))
+    assert type(error) is expected
+    assert (error.status, error.reason, error.message) == (code, reason, f"m{code}")
+    assert error.body is not None
+
+
+def test_too_many_requests_reads_retry_after_from_header_or_details() -> None:
+    from_header = api_error(429, status(429, "TooManyRequests"), "7")
+    assert isinstance(from_header, TooManyRequests)
+    assert from_header.retry_after == 7.0
+    from_details = api_error(429, status(429, "TooManyRequests", details={"retryAfterSeconds": 3}))
+    assert isinstance(from_details, TooManyRequests)
+    assert from_details.retry_after == 3.0
+    assert isinstance(api_error(429, None), TooManyRequests)
+
+
+def test_error_without_status_body() -> None:
+    error = api_error(502, None)
+    assert isinstance(error, ServerError)
+    assert error.body is None
+
+
+def test_object_key() -> None:
+    assert object_key({"metadata": {"name": "a", "namespace": "ns"}}) == "ns/a"
+    assert object_key({"metadata": {"name": "cluster-wide"}}) == "cluster-wide"
+
+
+def stream_of(*lines: bytes) -> WatchStream:
+    response = urllib3.HTTPResponse(
+        body=io.BytesIO(b"".join(lines)), status=200, preload_content=False
+    )
+    return WatchStream(response)
+
+
+def event(kind: str, obj: dict) -> bytes:
+    return json.dumps({"type": kind, "object": obj}).encode() + b"\n"
+
+
+def test_watch_stream_yields_events_and_ends_cleanly() -> None:
+    stream = stream_of(
+        event("ADDED", {"metadata": {"name": "a"}}),
+        b"\n",
+        event("BOOKMARK", {"metadata": {"resourceVersion": "9"}}),
+    )
+    assert [e["type"] for e in stream] == ["ADDED", "BOOKMARK"]
+
+
+def test_watch_error_event_410_raises_gone() -> None:
+    stream = stream_of(
+        event("ADDED", {"metadata": {"name": "a"}}),
+        event("ERROR", status(410, "Expired")),
+    )
+    assert next(stream)["type"] == "ADDED"
+    with pytest.raises(Gone):
+        next(stream)
+
+
+def test_watch_stream_broken_mid_way_raises_connection_failed() -> None:
+    class Broken(io.RawIOBase):
+        def readable(self) -> bool:
+            return True
+
+        def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+            raise ConnectionResetError("peer reset")
+
+    response = urllib3.HTTPResponse(body=Broken(), status=200, preload_content=False)
+    with pytest.raises(ConnectionFailed):
+        next(WatchStream(response))
+
+
+def test_closed_watch_stream_ends_quietly() -> None:
+    stream = stream_of(event("ADDED", {"metadata": {"name": "a"}}))
+    stream.close()
+    assert list(stream) == []
