@@ -13,9 +13,18 @@ import weakref
 from collections.abc import Iterator
 from typing import Protocol
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
+
+from baseten_operator.runtime.httpserver import Query, Response, RoutedHTTPServer
 
 REGISTRY = CollectorRegistry()
 
@@ -302,3 +311,14 @@ class ModelSeries:
 
 
 MODEL_SERIES = ModelSeries(MODEL_READY, MODEL_REPLICAS)
+
+
+class MetricsServer(RoutedHTTPServer):
+    """`/metrics` in the Prometheus text format; address "0" disables it."""
+
+    def __init__(self, address: str, registry: CollectorRegistry = REGISTRY) -> None:
+        self._registry = registry
+        super().__init__(address, {"/metrics": self._serve}, name="metrics")
+
+    def _serve(self, path: str, query: Query) -> Response:
+        return Response(200, generate_latest(self._registry), CONTENT_TYPE_LATEST)
