@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
     from baseten_operator.runtime.client import Resource
@@ -80,8 +80,8 @@ DELETE_BLOCKED = "DELETE_BLOCKED"
 ACTIVATING = "ACTIVATING"
 
 # status.trussPushStatus values.
-TRUSS_PUSHING = "TRUSS_PUSHING"
-TRUSS_PUSH_DONE = "TRUSS_PUSH_DONE"
+TRUSS_PUSHING: Final = "TRUSS_PUSHING"
+TRUSS_PUSH_DONE: Final = "TRUSS_PUSH_DONE"
 
 READY_STATUSES = frozenset({ACTIVE, SCALED_TO_ZERO})
 PROGRESSING_STATUSES = frozenset(

@@ -1,0 +1,102 @@
+"""What one pass works with: its dependencies, the object, and how a pass ends."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from baseten_operator.api.constants import EventReason, event_type
+from baseten_operator.api.types import BasetenModelSpec, BasetenModelStatus
+from baseten_operator.baseten.errors import BasetenAPIError
+from baseten_operator.controller.status import StatusWriter
+from baseten_operator.controller.timing import Timing
+from baseten_operator.runtime.clock import Clock
+
+
+class Requeue(Exception):
+    """Ends the pass normally; the object comes back after `after` seconds (None: on change)."""
+
+    def __init__(self, after: float | None = None) -> None:
+        super().__init__(after)
+        self.after = after
+
+
+class ReconcileError(Exception):
+    """Ends the pass with an error: the controller requeues it rate-limited."""
+
+
+class ModelGone(Exception):
+    """A call on the cached model ID answered 404: the model must be resolved again."""
+
+
+def raise_if_model_gone(error: BasetenAPIError) -> None:
+    """Section 3.15: a 404 on a call that used the model ID means the model is gone."""
+    if error.is_not_found:
+        raise ModelGone() from error
+
+
+class Recorder(Protocol):
+    def event(self, obj: dict[str, Any], type: str, reason: str, message: str) -> None: ...
+
+
+class ObjectCache(Protocol):
+    def get(self, namespace: str | None, name: str) -> dict[str, Any] | None: ...
+
+
+# BasetenModels (raw dicts) that name a Baseten model, across the watched namespaces.
+SiblingLookup = Callable[[str], list[dict[str, Any]]]
+
+
+@dataclass
+class Dependencies:
+    """Everything a pass talks to, injected (tests pass fakes)."""
+
+    kube: Any  # KubeClient: status and finalizer writes
+    baseten: Any  # BasetenClient
+    recorder: Recorder
+    clock: Clock
+    timing: Timing
+    models: ObjectCache  # the BasetenModel informer
+    configmaps: ObjectCache  # the ConfigMap informer (setup scripts)
+    siblings: SiblingLookup
+    pusher: Any = None  # TrussPusher; None when pushes are not possible
+    # U[0, 1) for retry jitter; injectable so tests pin the backoff.
+    random: Callable[[], float] = field(default=random.random)
+
+
+@dataclass
+class Pass:
+    """One object during one pass."""
+
+    deps: Dependencies
+    obj: dict[str, Any]
+    spec: BasetenModelSpec
+    writer: StatusWriter
+
+    @property
+    def status(self) -> BasetenModelStatus:
+        return self.writer.status
+
+    @property
+    def namespace(self) -> str:
+        return str(self.obj["metadata"].get("namespace") or "")
+
+    @property
+    def name(self) -> str:
+        return str(self.obj["metadata"]["name"])
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def env(self) -> str:
+        return self.spec.environment.name
+
+    def event(self, reason: EventReason, message: str) -> None:
+        self.deps.recorder.event(self.writer.obj, event_type(reason), str(reason), message)
+
+    def set(self, deployment_status: str, message: str) -> None:
+        self.writer.set(deployment_status, message)

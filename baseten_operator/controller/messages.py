@@ -1,0 +1,406 @@
+"""Every status message and event text of BEHAVIOR.md, character for character.
+
+Users grep these and Argo CD shows them: change one only together with BEHAVIOR.md.
+`ap` is the active prefix (`active_prefix`), empty when the environment has no current
+deployment.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from baseten_operator.api.constants import ACTIVE
+from baseten_operator.baseten.models import AutoscalingSettingsV1, DeploymentV1
+
+PAUSED_MESSAGE = "reconciliation paused"
+AWAITING = "awaiting reconciliation"
+
+
+def active_prefix(current: DeploymentV1 | None) -> str:
+    if current is None:
+        return ""
+    return f"active: {current.name} ({current.active_replica_count} replicas) | "
+
+
+def recorded_active_prefix(active_deployment_name: str | None) -> str:
+    """Section 5's prefix, from the status alone (the environment is not read yet)."""
+    return f"active: {active_deployment_name} | " if active_deployment_name else ""
+
+
+def steady(current: DeploymentV1, env: str, autoscaling: AutoscalingSettingsV1 | None) -> str:
+    details = [f"{current.active_replica_count} replicas"]
+    if autoscaling is not None:
+        details.append(f"min:{autoscaling.min_replica or 0} max:{autoscaling.max_replica or 0}")
+    if current.status != ACTIVE:
+        details.append(current.status)
+    return f"active: {current.name} ({', '.join(details)}) in {env} environment"
+
+
+def changes_summary(changes: Sequence[object]) -> str:
+    """One change spelled out, several counted."""
+    return str(changes[0]) if len(changes) == 1 else f"{len(changes)} changes"
+
+
+def with_steady(steady_message: str | None, text: str) -> str:
+    return f"{steady_message} | {text}" if steady_message else text
+
+
+# --- section 1: validation ---------------------------------------------------------------
+
+
+def invalid_spec(problems: Sequence[str]) -> str:
+    return f"invalid spec: {'; '.join(problems)}"
+
+
+# --- section 3: pause --------------------------------------------------------------------
+
+
+def paused(previous_message: str | None) -> str:
+    if not previous_message or previous_message.startswith(PAUSED_MESSAGE):
+        return previous_message or PAUSED_MESSAGE
+    return f"{PAUSED_MESSAGE} | last status: {previous_message}"
+
+
+def paused_event(model_name: str) -> str:
+    return f"Reconciliation paused for {model_name}"
+
+
+# --- section 3.6: model ID ---------------------------------------------------------------
+
+
+def model_lookup_failed(name: str, error: object) -> str:
+    return f"Failed to lookup model '{name}': {error}"
+
+
+def model_not_found(name: str) -> str:
+    return f"model '{name}' not found"
+
+
+def model_not_found_event(name: str) -> str:
+    return f"Model '{name}' not found in Baseten"
+
+
+def recreation_blocked(name: str, policy: str) -> str:
+    return f'Baseten model "{name}" missing; deletionPolicy: {policy} blocks recreation'
+
+
+def recreation_blocked_event(name: str, policy: str) -> str:
+    return (
+        f"{recreation_blocked(name, policy)}. Recreate the model in Baseten or set "
+        "deletionPolicy: Retain to recover."
+    )
+
+
+def invalidating_model_id(model_id: str) -> str:
+    return f"Invalidating cached model ID {model_id}, will re-resolve"
+
+
+# --- section 3.8: environment ------------------------------------------------------------
+
+
+def environment_create_failed(env: str, error: object) -> str:
+    return f"Failed to create environment '{env}': {error}"
+
+
+def environment_created_event(env: str) -> str:
+    return f"Created environment {env} with autoscaling settings"
+
+
+def environment_created(env: str) -> str:
+    return f"Created environment {env}"
+
+
+def environment_get_failed(env: str, error: object) -> str:
+    return f"Failed to get environment '{env}': {error}"
+
+
+def updating_group_event(group: str, changes: Sequence[object]) -> str:
+    return f"updating {group}: {changes_summary(changes)}"
+
+
+def updating_settings(steady_message: str | None, changes: Sequence[object]) -> str:
+    return with_steady(steady_message, f"updating settings: {changes_summary(changes)}")
+
+
+def update_group_failed_event(group: str, env: str, error: object) -> str:
+    return f"Failed to update {group} for {env}: {error}"
+
+
+def update_settings_failed(steady_message: str | None, env: str, error: object) -> str:
+    return with_steady(steady_message, f"failed to update settings for {env}: {error}")
+
+
+# --- section 3.10: current deployment ----------------------------------------------------
+
+
+def reactivating(name: str, env: str) -> str:
+    return f"reactivating inactive deployment {name} in {env} environment"
+
+
+def reactivated_event(name: str, env: str) -> str:
+    return f"Reactivating inactive deployment {name} in {env} environment"
+
+
+def reactivate_failed(name: str, env: str, error: object) -> str:
+    return f"failed to reactivate deployment {name} in {env} environment: {error}"
+
+
+def deployment_active_event(name: str, env: str) -> str:
+    return f"Deployment {name} is now active in {env}"
+
+
+# --- sections 3.11 and 3.12: candidate and double-promote guard --------------------------
+
+
+def promoting_candidate(ap: str, candidate: DeploymentV1) -> str:
+    return (
+        f"{ap}promoting: {candidate.name} ({candidate.status}, "
+        f"{candidate.active_replica_count} replicas)"
+    )
+
+
+def candidate_failed(ap: str, name: str, status: str) -> str:
+    return f"{ap}candidate {name} failed: {status}"
+
+
+def candidate_failed_event(name: str, status: str) -> str:
+    return f"Candidate deployment {name} failed with status {status}"
+
+
+def candidate_exhausted(ap: str, name: str, status: str, deadline: str) -> str:
+    return f"{candidate_failed(ap, name, status)} (retries exhausted after {deadline})"
+
+
+def blocked_by_candidate(ap: str, candidate: DeploymentV1, source: str) -> str:
+    return (
+        f"{promoting_candidate(ap, candidate)} — waiting for completion before promoting {source}"
+    )
+
+
+def blocked_by_recorded_candidate(ap: str, candidate: str, status: str) -> str:
+    return (
+        f"{ap}waiting for existing promotion to complete "
+        f"(candidate: {candidate}, status: {status})"
+    )
+
+
+def promotion_blocked_event(candidate: str) -> str:
+    return f"Waiting for existing promotion to complete (candidate: {candidate})"
+
+
+# --- section 3.13: source validation -----------------------------------------------------
+
+
+def source_not_found(ap: str, source: str) -> str:
+    return f"{ap}unable to promote: source deployment {source} not found"
+
+
+def source_not_found_event(source: str) -> str:
+    return f"Source deployment {source} not found"
+
+
+def source_failing(ap: str, source: str, status: str) -> str:
+    return f"{ap}unable to promote: source deployment {source} is {status}"
+
+
+def source_exhausted(ap: str, source: str, status: str, deadline: str) -> str:
+    return f"{source_failing(ap, source, status)} (retries exhausted after {deadline})"
+
+
+def source_failed_event(source: str, status: str, deadline: str) -> str:
+    return f"Source deployment {source} is {status}, retries exhausted after {deadline}"
+
+
+def waiting_for_source(ap: str, source: str, status: str) -> str:
+    return f"{ap}waiting to promote: source deployment {source} is {status}"
+
+
+def waiting_for_source_status(ap: str, source: str, status: str) -> str:
+    return f"{ap}waiting to promote: source deployment {source} has status {status}"
+
+
+def source_activate_failed(ap: str, source: str, error: object) -> str:
+    return f"{ap}unable to promote: failed to activate source deployment {source}: {error}"
+
+
+# --- section 3.14: promote ---------------------------------------------------------------
+
+
+def promoting_source(ap: str, source: str, env: str) -> str:
+    return f"{ap}promoting {source} to {env}"
+
+
+def promotion_failed(ap: str, source: str, env: str, error: object) -> str:
+    return f"{ap}promotion of '{source}' to {env} failed: {error}"
+
+
+def promotion_failed_event(source: str, env: str, error: object) -> str:
+    return f"Promotion of '{source}' to {env} failed: {error}"
+
+
+def promoted_event(source: str, env: str) -> str:
+    return f"Promoted {source} to {env} environment"
+
+
+def promoted(ap: str, source: str, env: str, status: str) -> str:
+    return f"{ap}promoted {source} to {env} ({status})"
+
+
+# --- section 4: retries ------------------------------------------------------------------
+
+
+def retry_exhausted_event(name: str, deadline: str) -> str:
+    return f"Deployment {name} has been failing for over {deadline}, giving up retries"
+
+
+def retry_failed_event(name: str, error: object) -> str:
+    return f"Failed to retry deployment {name}: {error}"
+
+
+def retry_declined_event(name: str, reason: str | None) -> str:
+    return f"Retry declined for deployment {name}: {reason}"
+
+
+def retried_event(name: str, status: str, attempt: int) -> str:
+    return f"Retried deployment {name} (was {status}, attempt {attempt})"
+
+
+def retrying(name: str, status: str, attempt: int) -> str:
+    return f"retrying deployment {name} (was {status}, attempt {attempt})"
+
+
+# --- section 5: truss push ---------------------------------------------------------------
+
+
+def configmap_not_found(name: str) -> str:
+    return f"ConfigMap '{name}' not found"
+
+
+def configmap_key_not_found(key: str, name: str) -> str:
+    return f"key '{key}' not found in ConfigMap '{name}'"
+
+
+def setup_script_failed(ap: str, detail: str) -> str:
+    return f"{ap}truss push failed: {detail}"
+
+
+def push_check_failed(ap: str, name: str, error: object) -> str:
+    return f"{ap}unable to check deployment {name}: {error}"
+
+
+def push_in_progress(ap: str, name: str) -> str:
+    return f"{ap}truss push in progress for {name}"
+
+
+def push_timed_out_event(name: str, elapsed: str) -> str:
+    return f"Truss push for '{name}' timed out after {elapsed}, retrying"
+
+
+def waiting_for_push_capacity(ap: str, name: str) -> str:
+    return f"{ap}waiting for push capacity for {name}"
+
+
+def push_started_event(model: str, name: str, *, creates_model: bool) -> str:
+    if creates_model:
+        return f"Creating model '{model}' and deployment '{name}' via truss push"
+    return f"Creating deployment '{name}' via truss push"
+
+
+def push_started(ap: str, name: str) -> str:
+    return f"{ap}truss push started for {name}"
+
+
+def push_completed_event(name: str) -> str:
+    return f"Deployment '{name}' created successfully via truss push"
+
+
+def push_failed(ap: str, name: str, error: object) -> str:
+    return f"{ap}truss push failed for {name}: {error}"
+
+
+def push_failed_event(name: str, error: object) -> str:
+    return f"Truss push for '{name}' failed: {error}"
+
+
+# --- section 6: observe ------------------------------------------------------------------
+
+
+def observe_lookup_failed(name: str, error: object) -> str:
+    return f'failed to lookup model "{name}": {error}'
+
+
+def observe_model_not_found(name: str) -> str:
+    return f'model "{name}" not found in Baseten; observe mode does not create'
+
+
+def observe_source_failed(error: object) -> str:
+    return f"failed to compute expected source deployment name: {error}"
+
+
+def observe_environment_missing(env: str) -> str:
+    return f'environment "{env}" does not exist; observe mode does not create'
+
+
+def observe_drift(steady_message: str, drift_texts: Sequence[str]) -> str:
+    return f"{steady_message} | drift: {', '.join(drift_texts)}; {AWAITING}"
+
+
+def observe_failing(steady_message: str) -> str:
+    return f"{steady_message}; {AWAITING}"
+
+
+def observe_not_promoted(current: DeploymentV1 | None, source: str) -> str:
+    state = (
+        f"active: {current.name} ({current.active_replica_count} replicas)"
+        if current is not None
+        else "no active deployment"
+    )
+    return f"{state} | spec source: {source} (not yet promoted; {AWAITING})"
+
+
+# --- section 7: deletion -----------------------------------------------------------------
+
+
+def delete_list_failed(model_id: str, error: object) -> str:
+    return f"deletion blocked: failed to list environments for model {model_id}: {error}"
+
+
+def delete_blocked(blockers: Sequence[tuple[str, int, int]]) -> str:
+    listed = ", ".join(
+        f"{env} (min={minimum}, active={active})" for env, minimum, active in blockers
+    )
+    return (
+        f"deletion blocked: {listed} must be scaled to min_replicas: 0 and idle before model "
+        "can be deleted"
+    )
+
+
+def deleting(model_id: str) -> str:
+    return f"deleting Baseten model {model_id}"
+
+
+def model_deleted_event(model_id: str) -> str:
+    return f"Deleted Baseten model {model_id}"
+
+
+def model_already_deleted_event(model_id: str) -> str:
+    return f"Baseten model {model_id} already deleted (404)"
+
+
+def delete_failed_event(model_id: str, error: object) -> str:
+    return f"Failed to delete Baseten model {model_id}: {error}"
+
+
+def delete_failed(model_id: str, error: object) -> str:
+    return f"failed to delete Baseten model {model_id}: {error}"
+
+
+# --- section 8: orphans ------------------------------------------------------------------
+
+
+def orphans_scaled_in_event(names: Sequence[str]) -> str:
+    return f"Scaled in {len(names)} orphan deployments: {', '.join(names)}"
+
+
+def orphans_deleted_event(names: Sequence[str]) -> str:
+    return f"Deleted {len(names)} stale orphan deployments: {', '.join(names)}"

@@ -1,0 +1,91 @@
+"""Observe mode (BEHAVIOR.md section 6): read-only, never a Baseten write, never a push."""
+
+from __future__ import annotations
+
+from typing import NoReturn
+
+from baseten_operator.api.constants import FAILED, PENDING, TERMINAL_FAILURES
+from baseten_operator.baseten.errors import BasetenAPIError
+from baseten_operator.baseten.models import EnvironmentV1
+from baseten_operator.baseten.settings import Change, detect_drift
+from baseten_operator.controller import messages
+from baseten_operator.controller.context import Pass, Requeue
+from baseten_operator.controller.environment import spec_environment
+from baseten_operator.controller.model_id import remember_model_id
+from baseten_operator.controller.promotion import clear_candidate, record_active, track_candidate
+from baseten_operator.controller.source import matches_source
+from baseten_operator.controller.truss_source import SetupScriptError, expected_truss_source
+
+
+def observe(p: Pass) -> NoReturn:
+    model_id = _model_id(p)
+    source = _expected_source(p)
+    environment = _environment(p, model_id)
+    record_active(p, environment)
+    current = environment.current_deployment
+    candidate = environment.candidate_deployment
+    if current is not None and matches_source(current.name, source):
+        message = messages.steady(current, p.env, environment.autoscaling_settings)
+        drift = detect_drift(spec_environment(p), environment)
+        if drift:
+            message = messages.observe_drift(message, [_desired_first(c) for c in drift.changes])
+        elif current.status in TERMINAL_FAILURES:
+            message = messages.observe_failing(message)
+        p.set(current.status, message)
+        clear_candidate(p)
+    elif candidate is not None and matches_source(candidate.name, source):
+        track_candidate(p, candidate)
+        p.set(
+            candidate.status,
+            messages.promoting_candidate(messages.active_prefix(current), candidate),
+        )
+    else:
+        p.set(PENDING, messages.observe_not_promoted(current, source))
+    _done(p)
+
+
+def _done(p: Pass) -> NoReturn:
+    raise Requeue(p.deps.timing.observe)
+
+
+def _fail(p: Pass, message: str) -> NoReturn:
+    p.set(FAILED, message)
+    _done(p)
+
+
+def _desired_first(change: Change) -> str:
+    # Observe reports what the spec wants first (as the seed documents), unlike Reconcile.
+    return str(Change(change.field, actual=change.desired, desired=change.actual))
+
+
+def _model_id(p: Pass) -> str:
+    if p.status.model_id:
+        return p.status.model_id
+    name = p.spec.model_name
+    try:
+        model = p.deps.baseten.find_model(name)
+    except BasetenAPIError as error:
+        _fail(p, messages.observe_lookup_failed(name, error))
+    if model is None:
+        _fail(p, messages.observe_model_not_found(name))
+    remember_model_id(p, model.id)
+    return str(model.id)
+
+
+def _expected_source(p: Pass) -> str:
+    if p.spec.source_deployment_name is not None:
+        return p.spec.source_deployment_name
+    try:
+        return expected_truss_source(p).name
+    except SetupScriptError as error:
+        _fail(p, messages.observe_source_failed(error))
+
+
+def _environment(p: Pass, model_id: str) -> EnvironmentV1:
+    try:
+        environment: EnvironmentV1 = p.deps.baseten.get_environment(model_id, p.env)
+    except BasetenAPIError as error:
+        if error.is_not_found:
+            _fail(p, messages.observe_environment_missing(p.env))
+        _fail(p, messages.environment_get_failed(p.env, error))
+    return environment

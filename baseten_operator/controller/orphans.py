@@ -1,0 +1,157 @@
+"""Orphan deployment cleanup (BEHAVIOR.md section 8): Reconcile mode, steady state only."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import structlog
+
+from baseten_operator.api.constants import INACTIVE, TERMINAL_FAILURES, EventReason
+from baseten_operator.api.types import OrphanDeploymentCleanup
+from baseten_operator.baseten.errors import BasetenAPIError
+from baseten_operator.baseten.models import DeploymentV1, EnvironmentV1
+from baseten_operator.controller import messages
+from baseten_operator.controller.context import Pass
+from baseten_operator.controller.retries import parse_timestamp, timestamp
+from baseten_operator.controller.source import matches_source
+from baseten_operator.controller.telemetry import count_orphans
+
+log = structlog.get_logger(__name__)
+
+_DELETABLE = TERMINAL_FAILURES | {INACTIVE}
+
+
+def cleanup_due(p: Pass) -> bool:
+    cleanup = p.spec.orphan_deployment_cleanup
+    if cleanup is None or cleanup.interval_minutes is None:
+        return False
+    if not (cleanup.scale_to_zero or cleanup.delete):
+        return False
+    last = parse_timestamp(p.status.last_cleanup_time)
+    interval = cleanup.interval_minutes * p.deps.timing.minute
+    return last is None or p.deps.clock.now() - last >= interval
+
+
+def clean_up_orphans(p: Pass, model_id: str, source: str) -> None:
+    if not cleanup_due(p):
+        return
+    cleanup = p.spec.orphan_deployment_cleanup
+    assert cleanup is not None
+    baseten = p.deps.baseten
+    try:
+        deployments: list[DeploymentV1] = baseten.list_deployments(model_id)
+        environments: list[EnvironmentV1] = baseten.list_environments(model_id)
+    except BasetenAPIError as error:
+        log.warning(
+            "orphan cleanup: listing failed, retrying next pass", key=p.key, error=str(error)
+        )
+        return
+
+    protected = protected_sources(p, source)
+    orphans = find_orphans(deployments, environments, protected)
+    scaled_in = _scale_in(p, model_id, orphans) if cleanup.scale_to_zero else []
+    deleted = _delete_stale(p, model_id, orphans, protected, cleanup)
+    if scaled_in:
+        p.event(
+            EventReason.ORPHAN_DEPLOYMENTS_SCALED_IN, messages.orphans_scaled_in_event(scaled_in)
+        )
+    if deleted:
+        p.event(EventReason.ORPHAN_DEPLOYMENTS_DELETED, messages.orphans_deleted_event(deleted))
+    count_orphans(len(scaled_in), len(deleted))
+    p.status.last_cleanup_time = timestamp(p.deps.clock.now())
+
+
+def protected_sources(p: Pass, source: str) -> set[str]:
+    """This CR's source and every sibling CR's for the same model: a sibling's next
+    promotion must never be scaled in under it."""
+    sources = {source}
+    for sibling in p.deps.siblings(p.spec.model_name):
+        meta = sibling.get("metadata", {})
+        if (meta.get("namespace"), meta.get("name")) == (p.namespace, p.name):
+            continue
+        spec_source = (sibling.get("spec") or {}).get("sourceDeploymentName")
+        status_source = (sibling.get("status") or {}).get("sourceDeploymentName")
+        sources.update(s for s in (spec_source, status_source) if s)
+    return sources
+
+
+def _is_variant(deployment: DeploymentV1, protected: Iterable[str]) -> bool:
+    return any(matches_source(deployment.name, source) for source in protected)
+
+
+def find_orphans(
+    deployments: list[DeploymentV1], environments: list[EnvironmentV1], protected: set[str]
+) -> list[DeploymentV1]:
+    in_use = {
+        deployment.id
+        for env in environments
+        for deployment in (env.current_deployment, env.candidate_deployment)
+        if deployment is not None
+    }
+
+    def still_useful_variant(deployment: DeploymentV1) -> bool:
+        attached = deployment.environment is not None
+        alive = deployment.status != INACTIVE and deployment.status not in TERMINAL_FAILURES
+        return _is_variant(deployment, protected) and (attached or alive)
+
+    return [
+        deployment
+        for deployment in deployments
+        if deployment.id not in in_use
+        and not deployment.is_production
+        and not deployment.is_development
+        and not still_useful_variant(deployment)
+    ]
+
+
+def _scale_in(p: Pass, model_id: str, orphans: list[DeploymentV1]) -> list[str]:
+    scaled = []
+    for orphan in orphans:
+        settings = orphan.autoscaling_settings
+        if settings is None or not settings.min_replica:
+            continue
+        try:
+            p.deps.baseten.update_deployment_autoscaling(model_id, orphan.id, {"min_replica": 0})
+        except BasetenAPIError as error:
+            log.warning(
+                "orphan scale-in failed", key=p.key, deployment=orphan.name, error=str(error)
+            )
+            continue
+        scaled.append(orphan.name)
+    return scaled
+
+
+def _created(deployment: DeploymentV1) -> float:
+    return deployment.created_at.timestamp() if deployment.created_at else float("-inf")
+
+
+def _delete_stale(
+    p: Pass,
+    model_id: str,
+    orphans: list[DeploymentV1],
+    protected: set[str],
+    cleanup: OrphanDeploymentCleanup,
+) -> list[str]:
+    if not cleanup.delete or cleanup.delete_after_days is None or cleanup.min_to_keep is None:
+        return []
+    newest_first = sorted(orphans, key=_created, reverse=True)
+    candidates = sorted(newest_first[cleanup.min_to_keep :], key=_created)
+    # Unrelated leftovers go before same-source variants (a rollback is likelier to want those).
+    ordered = [d for d in candidates if not _is_variant(d, protected)] + [
+        d for d in candidates if _is_variant(d, protected)
+    ]
+    max_age = cleanup.delete_after_days * p.deps.timing.day
+    now = p.deps.clock.now()
+    deleted = []
+    for orphan in ordered:
+        if orphan.status not in _DELETABLE or orphan.created_at is None:
+            continue
+        if now - orphan.created_at.timestamp() <= max_age:
+            continue
+        try:
+            p.deps.baseten.delete_deployment(model_id, orphan.id)
+        except BasetenAPIError as error:
+            log.warning("orphan delete failed", key=p.key, deployment=orphan.name, error=str(error))
+            continue
+        deleted.append(orphan.name)
+    return deleted

@@ -1,0 +1,147 @@
+"""One pass of Reconcile(key) (BEHAVIOR.md section 3) and the dispatch to each mode.
+
+Every step either ends the pass or falls through. Steps end a pass by raising:
+`Requeue` (done, come back after a delay), `ReconcileError` (rate-limited retry) or
+`TerminalError` (wait for the next spec change). Whatever the ending, the status the
+pass built is written once, at the end, and only if it changed.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, NoReturn
+
+import structlog
+from pydantic import ValidationError
+
+from baseten_operator.api.constants import FAILED, PAUSED, EventReason, Mode
+from baseten_operator.api.types import BasetenModelSpec
+from baseten_operator.controller import messages
+from baseten_operator.controller.context import (
+    Dependencies,
+    ModelGone,
+    Pass,
+    ReconcileError,
+    Requeue,
+)
+from baseten_operator.controller.deletion import (
+    finalize,
+    has_finalizer,
+    retains_model,
+    set_finalizer,
+)
+from baseten_operator.controller.environment import correct_drift, ensure_environment
+from baseten_operator.controller.model_id import invalidate_model_id, resolve_model_id
+from baseten_operator.controller.observe import observe
+from baseten_operator.controller.promotion import promote_source, record_active, steady_message
+from baseten_operator.controller.source import track_source
+from baseten_operator.controller.status import StatusWriter
+from baseten_operator.controller.telemetry import forget_model, record_model
+from baseten_operator.controller.truss_source import resolve_truss_source
+from baseten_operator.runtime.controller import Request, Result, TerminalError
+
+log = structlog.get_logger(__name__)
+
+
+def parse_spec(obj: dict[str, Any]) -> tuple[BasetenModelSpec | None, list[str]]:
+    """The spec, or the problems that make it invalid, each naming its field."""
+    try:
+        return BasetenModelSpec.model_validate(obj.get("spec") or {}), []
+    except ValidationError as error:
+        problems = []
+        for detail in error.errors():
+            field = ".".join(["spec", *(str(part) for part in detail["loc"])])
+            problems.append(f"{field}: {detail['msg'].removeprefix('Value error, ')}")
+        return None, problems
+
+
+class BasetenModelReconciler:
+    def __init__(self, deps: Dependencies) -> None:
+        self._deps = deps
+
+    def reconcile(self, request: Request) -> Result:
+        cached = self._deps.models.get(request.namespace, request.name)
+        if cached is None:  # step 1
+            forget_model(request.namespace, request.name)
+            return Result()
+        # The cache's dict is shared with every reader: this pass works on its own copy.
+        obj = copy.deepcopy(cached)
+        writer = StatusWriter(self._deps.kube, obj, self._deps.clock)
+        spec, problems = parse_spec(obj)
+        if obj["metadata"].get("deletionTimestamp"):  # step 2
+            return self._delete(obj, spec, writer)
+        if spec is None:
+            # The API server's schema should have refused it; never act on what it means.
+            message = messages.invalid_spec(problems)
+            writer.set(FAILED, message)
+            writer.commit()
+            raise TerminalError(message)
+
+        p = Pass(self._deps, obj, spec, writer)
+        try:
+            self._run(p)
+        except Requeue as done:
+            writer.commit()
+            result = Result(requeue_after=done.after)
+        except (ReconcileError, TerminalError):
+            writer.commit()
+            raise
+        finally:
+            record_model(request.namespace, request.name, spec.model_name, p.env, writer.status)
+        return result
+
+    def _run(self, p: Pass) -> NoReturn:
+        if p.spec.effective_mode == Mode.PAUSE:  # step 3
+            _pause(p)
+        if not has_finalizer(p.obj):  # step 4: the update brings the object back
+            set_finalizer(self._deps.kube, p.obj, present=True)
+            raise Requeue()
+        if p.spec.effective_mode == Mode.OBSERVE:  # step 5
+            observe(p)
+        try:
+            _reconcile(p)
+        except ModelGone:  # step 15
+            invalidate_model_id(p)
+
+    def _delete(
+        self, obj: dict[str, Any], spec: BasetenModelSpec | None, writer: StatusWriter
+    ) -> Result:
+        if not has_finalizer(obj):
+            return Result()
+        meta = obj["metadata"]
+        if spec is None or retains_model(spec, writer.status.model_id):
+            set_finalizer(self._deps.kube, obj, present=False)
+        else:
+            try:
+                finalize(Pass(self._deps, obj, spec, writer))
+            except Requeue as blocked:
+                writer.commit()
+                return Result(requeue_after=blocked.after)
+        forget_model(meta.get("namespace") or "", meta["name"])
+        return Result()
+
+
+def _pause(p: Pass) -> NoReturn:
+    entering = p.status.deployment_status != PAUSED
+    p.set(PAUSED, messages.paused(p.status.message))
+    if entering:
+        p.event(EventReason.RECONCILIATION_PAUSED, messages.paused_event(p.spec.model_name))
+    raise Requeue()  # no Baseten call, no requeue: the next spec change wakes it
+
+
+def _reconcile(p: Pass) -> NoReturn:
+    model_id = resolve_model_id(p)  # step 6
+    if p.spec.truss_config is not None:  # step 7
+        source = resolve_truss_source(p, model_id)
+        model_id = p.status.model_id or model_id
+        if not model_id:
+            raise Requeue(p.deps.timing.push_poll)  # the push creates the model
+    else:
+        assert p.spec.source_deployment_name is not None
+        source = p.spec.source_deployment_name
+        track_source(p, source)
+    assert model_id is not None
+    environment = ensure_environment(p, model_id)  # step 8
+    record_active(p, environment)
+    correct_drift(p, model_id, environment, steady_message(p, environment))
+    promote_source(p, model_id, source, environment)  # steps 9 to 14

@@ -1,0 +1,115 @@
+"""Retries of failed deployments (BEHAVIOR.md section 4).
+
+The bookkeeping (firstDeploymentFailureTime, deploymentRetryCount, nextRetryTime)
+belongs to one failing deployment: it starts fresh when the pass moves on to another
+source (`source.track_source`) or candidate (`promotion.track_candidate`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import NoReturn
+
+import structlog
+
+from baseten_operator.api.constants import BUILDING, RETRYABLE_FAILURES, EventReason
+from baseten_operator.baseten.errors import BasetenAPIError
+from baseten_operator.baseten.models import DeploymentV1
+from baseten_operator.controller import messages
+from baseten_operator.controller.context import Pass, Requeue
+from baseten_operator.controller.telemetry import count_retry
+from baseten_operator.controller.timing import go_duration
+
+log = structlog.get_logger(__name__)
+
+
+def timestamp(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_timestamp(value: str | None) -> float | None:
+    if not value:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def deadline_text(p: Pass) -> str:
+    """The retry deadline as messages quote it: nominal, whatever the time scale."""
+    timing = p.deps.timing
+    return go_duration(timing.nominal(timing.retry_deadline))
+
+
+def retry_failed_deployment(
+    p: Pass, model_id: str, deployment: DeploymentV1, exhausted: Callable[[], NoReturn]
+) -> NoReturn:
+    """Section 4 for a source or candidate in FAILED, DEPLOY_FAILED or BUILD_FAILED.
+
+    The caller has already set the status describing the failure; `exhausted` gives the
+    caller's terminal outcome once the deadline has passed. Always ends the pass.
+    """
+    deps = p.deps
+    timing = deps.timing
+    now = deps.clock.now()
+    status = p.status
+    first = parse_timestamp(status.first_deployment_failure_time)
+    if first is None:
+        first = now
+        status.first_deployment_failure_time = timestamp(now)
+        # On record before anything else: a crash now must not restart the 2h window.
+        p.writer.flush()
+
+    if now - first >= timing.retry_deadline:
+        p.event(
+            EventReason.DEPLOYMENT_RETRY_EXHAUSTED,
+            messages.retry_exhausted_event(deployment.name, deadline_text(p)),
+        )
+        count_retry("exhausted")
+        exhausted()
+
+    next_retry = parse_timestamp(status.next_retry_time)
+    if next_retry is not None and now < next_retry:
+        raise Requeue(next_retry - now)
+
+    # Another BasetenModel on the same model may have retried it already.
+    try:
+        fresh = deps.baseten.get_deployment(model_id, deployment.id)
+    except BasetenAPIError as error:
+        if not error.is_not_found:
+            raise
+        raise Requeue(timing.poll) from error
+    if fresh.status not in RETRYABLE_FAILURES:
+        raise Requeue(timing.poll)
+
+    attempt = (status.deployment_retry_count or 0) + 1
+    try:
+        outcome = deps.baseten.retry_deployment(model_id, deployment.id)
+    except BasetenAPIError as error:
+        p.event(
+            EventReason.DEPLOYMENT_RETRY_FAILED,
+            messages.retry_failed_event(deployment.name, error),
+        )
+        count_retry("error")
+    else:
+        if outcome.retried:
+            p.event(
+                EventReason.DEPLOYMENT_RETRIED,
+                messages.retried_event(deployment.name, fresh.status, attempt),
+            )
+            p.set(BUILDING, messages.retrying(deployment.name, fresh.status, attempt))
+            count_retry("retried")
+        else:
+            p.event(
+                EventReason.DEPLOYMENT_RETRY_FAILED,
+                messages.retry_declined_event(deployment.name, outcome.reason),
+            )
+            count_retry("declined")
+
+    status.deployment_retry_count = attempt
+    delay = timing.retry_delay(attempt, deps.random())
+    status.next_retry_time = timestamp(now + delay)
+    log.info("deployment retry", key=p.key, deployment=deployment.name, attempt=attempt)
+    raise Requeue(timing.poll)

@@ -1,0 +1,111 @@
+"""Wiring: the BasetenModel controller, its watches and its indexes, on a Manager."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from typing import Any
+
+from baseten_operator.api.constants import BASETENMODELS
+from baseten_operator.controller.context import Dependencies, Recorder
+from baseten_operator.controller.reconciler import BasetenModelReconciler
+from baseten_operator.controller.timing import Timing
+from baseten_operator.controller.truss_source import setup_script_configmap
+from baseten_operator.runtime.client import CONFIGMAPS
+from baseten_operator.runtime.clock import Clock
+from baseten_operator.runtime.controller import Controller, Request
+from baseten_operator.runtime.informer import Informer
+from baseten_operator.truss.pusher import PushOutcome
+
+CONTROLLER_NAME = "basetenmodel"
+# BasetenModels by spec.modelName: siblings protect each other's sources from orphan cleanup.
+MODEL_NAME_INDEX = "spec.modelName"
+# BasetenModels by the `ns/name` of the ConfigMap their setup script comes from.
+SETUP_CONFIGMAP_INDEX = "setupScript.configMapRef"
+
+
+def model_name_index(obj: dict[str, Any]) -> list[str]:
+    name = (obj.get("spec") or {}).get("modelName")
+    return [name] if isinstance(name, str) and name else []
+
+
+def setup_configmap_index(obj: dict[str, Any]) -> list[str]:
+    key = setup_script_configmap(
+        obj.get("metadata", {}).get("namespace") or "", obj.get("spec") or {}
+    )
+    return [key] if key else []
+
+
+def requests_for_configmap(models: Informer) -> Callable[[dict[str, Any]], list[Request]]:
+    """A change to a ConfigMap re-enqueues every BasetenModel whose setup script it holds."""
+
+    def map_fn(configmap: dict[str, Any]) -> list[Request]:
+        meta = configmap.get("metadata", {})
+        key = f"{meta.get('namespace') or ''}/{meta.get('name')}"
+        return [Request.for_object(obj) for obj in models.by_index(SETUP_CONFIGMAP_INDEX, key)]
+
+    return map_fn
+
+
+class PushOutcomeRelay:
+    """The pusher's on_done: enqueue the CR so the reconciler (the only status writer)
+    collects the outcome. Built before the controller, which the pusher cannot wait for."""
+
+    def __init__(self) -> None:
+        self._controller: Controller | None = None
+
+    def attach(self, controller: Controller) -> None:
+        self._controller = controller
+
+    def __call__(self, outcome: PushOutcome) -> None:
+        if self._controller is not None:
+            namespace, _, name = outcome.key.partition("/")
+            self._controller.enqueue(Request(namespace, name))
+
+
+def build_controller(
+    *,
+    models: Informer,
+    configmaps: Informer,
+    kube: Any,
+    baseten: Any,
+    recorder: Recorder,
+    clock: Clock,
+    timing: Timing,
+    pusher: Any = None,
+    max_concurrent_reconciles: int = 5,
+    rng: Callable[[], float] = random.random,
+) -> Controller:
+    """The controller over informers not yet started (indexers must exist before the list)."""
+    models.add_indexer(MODEL_NAME_INDEX, model_name_index)
+    models.add_indexer(SETUP_CONFIGMAP_INDEX, setup_configmap_index)
+    deps = Dependencies(
+        kube=kube,
+        baseten=baseten,
+        recorder=recorder,
+        clock=clock,
+        timing=timing,
+        models=models,
+        configmaps=configmaps,
+        siblings=lambda model_name: models.by_index(MODEL_NAME_INDEX, model_name),
+        pusher=pusher,
+        random=rng,
+    )
+    controller = Controller(
+        CONTROLLER_NAME,
+        models,
+        BasetenModelReconciler(deps),
+        max_concurrent_reconciles=max_concurrent_reconciles,
+        clock=clock,
+    )
+    controller.watch(configmaps, requests_for_configmap(models))
+    return controller
+
+
+def setup_with_manager(manager: Any, **kwargs: Any) -> Controller:
+    """`build_controller` on the manager's shared informers, registered with it."""
+    controller = build_controller(
+        models=manager.informer(BASETENMODELS), configmaps=manager.informer(CONFIGMAPS), **kwargs
+    )
+    manager.add_controller(controller)
+    return controller

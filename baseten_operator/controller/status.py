@@ -1,0 +1,174 @@
+"""Status accumulation and writing (BEHAVIOR.md section 2).
+
+A pass edits `StatusWriter.status` freely; nothing reaches the API server until
+`commit()` at the end of the pass, or `flush()` for the few intents that must be
+persisted before a Baseten call (first failure time, push launch, promotion, delete).
+A write happens only when the rendered status differs from the last one stored, so a
+pass that changes nothing writes nothing (writes cause watch events, and needless
+ones become hot loops).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Literal, Protocol
+
+import structlog
+
+from baseten_operator.api.constants import (
+    BASETENMODELS,
+    CONDITION_PROGRESSING,
+    CONDITION_READY,
+    PROGRESSING_STATUSES,
+    READY_STATUSES,
+)
+from baseten_operator.api.types import BasetenModelStatus, Condition, to_wire
+from baseten_operator.runtime.client import Conflict, NotFound
+from baseten_operator.runtime.clock import Clock, rfc3339
+
+log = structlog.get_logger(__name__)
+
+
+class StatusClient(Protocol):
+    def get(self, res: Any, name: str, namespace: str | None = None) -> dict[str, Any]: ...
+
+    def update_status(self, res: Any, body: dict[str, Any]) -> dict[str, Any]: ...
+
+
+def parse_status(raw: dict[str, Any] | None) -> BasetenModelStatus:
+    """The stored status; one we cannot read (written by a foreign hand) starts afresh."""
+    try:
+        return BasetenModelStatus.model_validate(raw or {})
+    except ValueError:
+        log.warning("unreadable status, starting afresh", status=raw)
+        return BasetenModelStatus()
+
+
+def condition(
+    type_: str,
+    is_true: bool,
+    status: BasetenModelStatus,
+    generation: int | None,
+    previous: Condition | None,
+    now: str,
+) -> Condition:
+    value: Literal["True", "False"] = "True" if is_true else "False"
+    unchanged = previous is not None and previous.status == value
+    return Condition(
+        type=type_,
+        status=value,
+        observed_generation=generation,
+        last_transition_time=previous.last_transition_time if previous and unchanged else now,
+        reason=status.deployment_status or "Unknown",
+        message=status.message or "",
+    )
+
+
+def with_conditions(
+    status: BasetenModelStatus, generation: int | None, now: str
+) -> BasetenModelStatus:
+    """Ready and Progressing derived from deploymentStatus (section 2)."""
+    previous = {c.type: c for c in status.conditions or []}
+    word = status.deployment_status
+    rendered = status.model_copy(deep=True)
+    rendered.observed_generation = generation
+    rendered.conditions = [
+        condition(
+            CONDITION_READY,
+            word in READY_STATUSES,
+            status,
+            generation,
+            previous.get(CONDITION_READY),
+            now,
+        ),
+        condition(
+            CONDITION_PROGRESSING,
+            word in PROGRESSING_STATUSES,
+            status,
+            generation,
+            previous.get(CONDITION_PROGRESSING),
+            now,
+        ),
+    ]
+    return rendered
+
+
+class StatusWriter:
+    """The status of one object during one pass, and the writes that persist it."""
+
+    def __init__(self, client: StatusClient, obj: dict[str, Any], clock: Clock) -> None:
+        self._client = client
+        self._clock = clock
+        self._obj = obj
+        self.status = parse_status(obj.get("status"))
+        self._stored = to_wire(self.status)
+        self.writes = 0
+
+    @property
+    def generation(self) -> int | None:
+        generation = self._obj.get("metadata", {}).get("generation")
+        return int(generation) if generation is not None else None
+
+    def set(self, deployment_status: str, message: str) -> None:
+        self.status.deployment_status = deployment_status
+        self.status.message = message
+        if deployment_status in READY_STATUSES:
+            # A healthy deployment ends any failure episode (section 2).
+            self.clear_retries()
+
+    def clear_retries(self) -> None:
+        self.status.first_deployment_failure_time = None
+        self.status.deployment_retry_count = None
+        self.status.next_retry_time = None
+
+    def flush(self) -> None:
+        """Persist now: an intent that must be on record before the Baseten call it precedes."""
+        self.commit()
+
+    def commit(self) -> None:
+        rendered = to_wire(with_conditions(self.status, self.generation, rfc3339(self._clock)))
+        if rendered == self._stored:
+            return
+        self._write(rendered)
+        self._stored = rendered
+        # Later renders compare conditions against what is now stored.
+        self.status.conditions = with_conditions(
+            self.status, self.generation, rfc3339(self._clock)
+        ).conditions
+
+    def _write(self, rendered: dict[str, Any]) -> None:
+        body = copy.deepcopy(self._obj)
+        body["status"] = rendered
+        try:
+            self._obj = self._client.update_status(BASETENMODELS, body)
+        except NotFound:
+            log.debug("object gone before its status write", name=_name(self._obj))
+            return
+        except Conflict:
+            # Our cached copy is stale: re-read and apply just the fields this pass changed.
+            self._obj = self._reapply(rendered)
+        self.writes += 1
+
+    def _reapply(self, rendered: dict[str, Any]) -> dict[str, Any]:
+        meta = self._obj["metadata"]
+        fresh = self._client.get(BASETENMODELS, meta["name"], meta.get("namespace"))
+        status = dict(fresh.get("status") or {})
+        for key in set(rendered) | set(self._stored):
+            if rendered.get(key) == self._stored.get(key):
+                continue
+            if key in rendered:
+                status[key] = rendered[key]
+            else:
+                status.pop(key, None)
+        fresh["status"] = status
+        return self._client.update_status(BASETENMODELS, fresh)
+
+    @property
+    def obj(self) -> dict[str, Any]:
+        """The object as last seen by this pass (after its own writes)."""
+        return self._obj
+
+
+def _name(obj: dict[str, Any]) -> str:
+    meta = obj.get("metadata", {})
+    return f"{meta.get('namespace')}/{meta.get('name')}"

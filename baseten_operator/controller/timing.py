@@ -1,0 +1,76 @@
+"""Every delay of the reconciler (BEHAVIOR.md section 9), scaled by --time-scale."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+MINUTE = 60.0
+HOUR = 60 * MINUTE
+DAY = 24 * HOUR
+
+
+@dataclass(frozen=True)
+class Timing:
+    steady: float = 5 * MINUTE
+    # Promotion in progress, waiting for a source, and the poll after a retry.
+    poll: float = 30.0
+    # After an environment create or a settings PATCH (applied asynchronously).
+    settings_applied: float = 10.0
+    push_poll: float = 10.0
+    # A push recorded as running for longer than this died with its process.
+    stale_push: float = 5 * MINUTE
+    push_timeout: float = 5 * MINUTE
+    retry_base: float = 2 * MINUTE
+    retry_cap: float = 30 * MINUTE
+    retry_jitter: float = 0.5
+    retry_deadline: float = 2 * HOUR
+    delete_blocked: float = 30.0
+    observe: float = 30.0
+    recreation_blocked: float = 5 * MINUTE
+    model_id_invalidated: float = 1.0
+    # Spec-given durations (orphan cleanup interval and age) are scaled too.
+    minute: float = MINUTE
+    day: float = DAY
+    # The factor every duration above was multiplied by; messages quote the nominal
+    # values ("retries exhausted after 2h0m0s") whatever the scale.
+    scale: float = 1.0
+
+    @classmethod
+    def scaled(cls, time_scale: float) -> Timing:
+        if time_scale <= 0:
+            raise ValueError(f"time scale must be positive, got {time_scale}")
+        base = cls()
+        scaled = {
+            field.name: getattr(base, field.name) * time_scale
+            for field in dataclasses.fields(cls)
+            if field.name not in ("retry_jitter", "scale")
+        }
+        return cls(**scaled, scale=time_scale)
+
+    def retry_delay(self, attempt: int, jitter_fraction: float) -> float:
+        """Backoff before retry `attempt + 1`: base * 2^(attempt-1), capped, plus jitter.
+
+        `jitter_fraction` is U[0, 1); the jitter itself is U[0, retry_jitter).
+        """
+        exponent = max(attempt - 1, 0)
+        delay = min(self.retry_base * (2**exponent), self.retry_cap)
+        return delay * (1 + self.retry_jitter * jitter_fraction)
+
+    def nominal(self, seconds: float) -> float:
+        """A scaled duration expressed in unscaled time, for messages."""
+        return seconds / self.scale
+
+
+def go_duration(seconds: float) -> str:
+    """Go's time.Duration.String() at second precision (2h0m0s, 5m3s, 45s, 500ms)."""
+    if seconds < 1:
+        return f"{round(seconds * 1000)}ms" if seconds > 0 else "0s"
+    total = round(seconds)
+    hours, rest = divmod(total, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes}m{secs}s"
+    if minutes:
+        return f"{minutes}m{secs}s"
+    return f"{secs}s"

@@ -1,0 +1,217 @@
+"""trussConfig: the operator pushes the source deployment itself (BEHAVIOR.md section 5).
+
+The push runs in the background (truss/pusher.py); its outcome comes back here on a later
+pass, and only this module turns it into status.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, NoReturn
+
+from baseten_operator.api.constants import (
+    DEPLOYING,
+    FAILED,
+    PENDING,
+    TRUSS_PUSH_DONE,
+    TRUSS_PUSHING,
+    EventReason,
+)
+from baseten_operator.api.types import TrussConfig, to_wire
+from baseten_operator.baseten.errors import BasetenAPIError
+from baseten_operator.controller import messages
+from baseten_operator.controller.context import (
+    Pass,
+    ReconcileError,
+    Requeue,
+    raise_if_model_gone,
+)
+from baseten_operator.controller.model_id import remember_model_id
+from baseten_operator.controller.retries import parse_timestamp, timestamp
+from baseten_operator.controller.source import track_source
+from baseten_operator.controller.timing import go_duration
+from baseten_operator.truss.naming import config_hash, name_for_hash
+from baseten_operator.truss.pusher import PushOutcome, PushRequest
+
+
+class SetupScriptError(Exception):
+    """The setup script's ConfigMap or key is missing; str() is the status detail."""
+
+
+@dataclass(frozen=True)
+class TrussSource:
+    """What a trussConfig pushes: the deployment name is a function of all of it."""
+
+    config: dict[str, Any]
+    setup_script: str
+    hash: str
+    name: str
+
+
+def setup_script_configmap(namespace: str, spec: dict[str, Any]) -> str | None:
+    """`ns/name` of the ConfigMap a raw BasetenModel spec reads its setup script from."""
+    ref = ((spec.get("trussConfig") or {}).get("setupScript") or {}).get("configMapRef") or {}
+    name = ref.get("name")
+    return f"{namespace}/{name}" if name else None
+
+
+def read_setup_script(p: Pass, truss_config: TrussConfig) -> str:
+    script = truss_config.setup_script
+    if script is None:
+        return ""
+    ref = script.config_map_ref
+    if ref is None:
+        return script.inline or ""
+    configmap = p.deps.configmaps.get(p.namespace, ref.name)
+    if configmap is None:
+        raise SetupScriptError(messages.configmap_not_found(ref.name))
+    data = configmap.get("data") or {}
+    if ref.key not in data:
+        raise SetupScriptError(messages.configmap_key_not_found(ref.key, ref.name))
+    return str(data[ref.key])
+
+
+def expected_truss_source(p: Pass) -> TrussSource:
+    """The deployment the spec's trussConfig names (no push); SetupScriptError if unreadable."""
+    truss_config = p.spec.truss_config
+    assert truss_config is not None
+    script = read_setup_script(p, truss_config)
+    config = to_wire(truss_config)
+    hash_ = config_hash(config, script)
+    return TrussSource(config, script, hash_, name_for_hash(truss_config.base_image.image, hash_))
+
+
+def resolve_truss_source(p: Pass, model_id: str | None) -> str:
+    """The source deployment's name once it exists; until then the pass ends pushing it."""
+    ap = messages.recorded_active_prefix(p.status.active_deployment_name)
+    try:
+        source = expected_truss_source(p)
+    except SetupScriptError as error:
+        message = messages.setup_script_failed(ap, str(error))
+        p.set(FAILED, message)
+        p.event(EventReason.SETUP_SCRIPT_NOT_FOUND, message)
+        raise ReconcileError(message) from error
+
+    _collect_outcome(p, ap, source)
+    status = p.status
+    if (
+        status.truss_config_hash == source.hash
+        and status.truss_push_status == TRUSS_PUSH_DONE
+        and status.source_deployment_name == source.name
+    ):
+        return source.name
+    model_id = status.model_id or model_id
+    if model_id:
+        try:
+            existing = p.deps.baseten.find_deployment(model_id, source.name)
+        except BasetenAPIError as error:
+            raise_if_model_gone(error)
+            p.set(PENDING, messages.push_check_failed(ap, source.name, error))
+            raise Requeue(p.deps.timing.poll) from error
+        if existing is not None:
+            if status.truss_push_status == TRUSS_PUSHING:
+                p.event(
+                    EventReason.TRUSS_PUSH_COMPLETED, messages.push_completed_event(source.name)
+                )
+            _mark_pushed(p, source)
+            return source.name
+    _push(p, model_id, ap, source)
+
+
+def _mark_pushed(p: Pass, source: TrussSource) -> None:
+    track_source(p, source.name)
+    p.status.truss_config_hash = source.hash
+    p.status.truss_push_status = TRUSS_PUSH_DONE
+    # Push failures are behind us; a failing deployment starts its own episode.
+    p.writer.clear_retries()
+
+
+def _collect_outcome(p: Pass, ap: str, source: TrussSource) -> None:
+    pusher = p.deps.pusher
+    outcome: PushOutcome | None = pusher.take_outcome(p.key) if pusher is not None else None
+    if outcome is None or outcome.deployment_name != source.name:
+        return  # nothing finished, or a push of a config the spec has since left
+    if outcome.succeeded:
+        if outcome.model_id and not p.status.model_id:
+            remember_model_id(p, outcome.model_id)
+        p.event(EventReason.TRUSS_PUSH_COMPLETED, messages.push_completed_event(source.name))
+        _mark_pushed(p, source)
+        return
+    _push_failed(p, ap, source.name, outcome.error or "unknown error")
+
+
+def _push_failed(p: Pass, ap: str, name: str, error: str) -> NoReturn:
+    """Failure of a push: FAILED, and another push after a backoff."""
+    status = p.status
+    now = p.deps.clock.now()
+    p.event(EventReason.TRUSS_PUSH_FAILED, messages.push_failed_event(name, error))
+    p.set(FAILED, messages.push_failed(ap, name, error))
+    status.truss_push_status = None
+    if not status.first_deployment_failure_time:
+        status.first_deployment_failure_time = timestamp(now)
+    attempt = (status.deployment_retry_count or 0) + 1
+    status.deployment_retry_count = attempt
+    delay = p.deps.timing.retry_delay(attempt, p.deps.random())
+    status.next_retry_time = timestamp(now + delay)
+    raise Requeue(delay)
+
+
+def _push(p: Pass, model_id: str | None, ap: str, source: TrussSource) -> NoReturn:
+    deps = p.deps
+    timing = deps.timing
+    pusher = deps.pusher
+    status = p.status
+    now = deps.clock.now()
+    name = source.name
+    ours = (
+        status.truss_push_status == TRUSS_PUSHING
+        and status.truss_config_hash == source.hash
+        and status.source_deployment_name == name
+    )
+    in_flight = pusher is not None and pusher.in_flight(name)
+    if in_flight and not ours:
+        # Same config in another environment: one push, one name.
+        p.set(DEPLOYING, messages.push_in_progress(ap, name))
+        raise Requeue(timing.push_poll)
+    if ours:
+        elapsed = now - (parse_timestamp(status.truss_push_time) or now)
+        if elapsed < timing.stale_push or in_flight:
+            p.set(DEPLOYING, messages.push_in_progress(ap, name))
+            raise Requeue(timing.push_poll)
+        # Recorded as pushing, yet no process runs it: the pushing process died.
+        p.event(
+            EventReason.TRUSS_PUSH_FAILED,
+            messages.push_timed_out_event(name, go_duration(timing.nominal(elapsed))),
+        )
+
+    next_retry = parse_timestamp(status.next_retry_time)
+    if next_retry is not None and now < next_retry:
+        raise Requeue(next_retry - now)  # backing off after a failed push
+    if pusher is None or not pusher.has_capacity():
+        p.set(PENDING, messages.waiting_for_push_capacity(ap, name))
+        raise Requeue(timing.push_poll)
+
+    track_source(p, name)
+    status.truss_push_status = TRUSS_PUSHING
+    status.truss_push_time = timestamp(now)
+    status.truss_config_hash = source.hash
+    p.set(DEPLOYING, messages.push_started(ap, name))
+    # On record before the push: a restart finds it and does not push twice.
+    p.writer.flush()
+    request = PushRequest(
+        key=p.key,
+        model_name=p.spec.model_name,
+        deployment_name=name,
+        truss_config=source.config,
+        setup_script=source.setup_script,
+        model_id=model_id,
+    )
+    if not pusher.launch(request):
+        status.truss_push_status = None
+        p.set(PENDING, messages.waiting_for_push_capacity(ap, name))
+        raise Requeue(timing.push_poll)
+    p.event(
+        EventReason.TRUSS_PUSH_STARTED,
+        messages.push_started_event(p.spec.model_name, name, creates_model=model_id is None),
+    )
+    raise Requeue(timing.push_poll)

@@ -1,0 +1,96 @@
+"""`baseten-operator run`: build every piece from the options and run the manager."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import structlog
+
+from baseten_operator.baseten.client import API_KEY_ENV, BasetenClient
+from baseten_operator.baseten.errors import ConfigError
+from baseten_operator.config import OperatorOptions
+from baseten_operator.controller.setup import PushOutcomeRelay, setup_with_manager
+from baseten_operator.controller.timing import Timing
+from baseten_operator.runtime.client import KubeClient
+from baseten_operator.runtime.clock import RealClock
+from baseten_operator.runtime.logging import configure_logging
+from baseten_operator.runtime.manager import Manager, ManagerOptions, install_signal_handlers
+from baseten_operator.runtime.recorder import EventRecorder
+from baseten_operator.truss.pusher import TrussPusher
+
+log = structlog.get_logger(__name__)
+
+EXIT_CONFIG_ERROR = 2
+COMPONENT = "baseten-operator"
+
+
+def remote_url(api_base_url: str) -> str:
+    """truss talks to the Baseten root (its /graphql/), not to the REST API under /v1."""
+    return api_base_url.rstrip("/").removesuffix("/v1")
+
+
+def manager_options(options: OperatorOptions) -> ManagerOptions:
+    return ManagerOptions(
+        metrics_bind_address=options.metrics_bind_address,
+        health_probe_bind_address=options.health_probe_bind_address,
+        leader_elect=options.leader_elect,
+        leader_election_id=options.leader_election_id,
+        leader_election_namespace=options.leader_election_namespace
+        or os.environ.get("POD_NAMESPACE")
+        or "default",
+        namespace=options.watch_namespace or None,
+        shutdown_timeout=options.shutdown_timeout,
+    )
+
+
+def _discard(_: object) -> None:
+    """add_runnable wants a stop returning None; the flush result is only informative."""
+
+
+def run_operator(options: OperatorOptions) -> int:
+    configure_logging(options.log_level, "console" if options.log_format == "console" else "json")
+    try:
+        baseten = BasetenClient.from_env()
+    except ConfigError as error:
+        print(f"baseten-operator: {error}", file=sys.stderr)
+        return EXIT_CONFIG_ERROR
+    clock = RealClock()
+    timing = Timing.scaled(options.time_scale)
+    kube = (
+        KubeClient.from_kubeconfig(options.kubeconfig) if options.kubeconfig else KubeClient.auto()
+    )
+    manager = Manager(kube, manager_options(options), clock=clock)
+
+    recorder = EventRecorder(kube, COMPONENT, clock=clock)
+    manager.add_runnable(recorder.start, lambda: _discard(recorder.stop(5.0)), leader_only=True)
+    relay = PushOutcomeRelay()
+    pusher = TrussPusher(
+        os.environ[API_KEY_ENV].strip(),
+        remote_url(baseten.base_url),
+        max_concurrent=options.max_concurrent_pushes,
+        timeout=timing.push_timeout,
+        on_done=relay,
+        clock=clock,
+    )
+    manager.add_runnable(pusher.start, lambda: pusher.stop(10.0), leader_only=True)
+    controller = setup_with_manager(
+        manager,
+        kube=kube,
+        baseten=baseten,
+        recorder=recorder,
+        clock=clock,
+        timing=timing,
+        pusher=pusher,
+        max_concurrent_reconciles=options.max_concurrent_reconciles,
+    )
+    relay.attach(controller)
+
+    install_signal_handlers(manager)
+    log.info(
+        "starting operator",
+        watch_namespace=options.watch_namespace or "(all)",
+        time_scale=options.time_scale,
+        leader_elect=options.leader_elect,
+    )
+    return manager.run()
