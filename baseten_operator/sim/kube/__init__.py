@@ -1,1 +1,42 @@
-"""kube."""
+"""An in-process Kubernetes API server for tests, e2e runs and the sandbox.
+
+It serves what the operator, the official `kubernetes` Python client and `kubectl` use:
+core/v1 namespaces, configmaps, secrets and events, events.k8s.io/v1 events,
+coordination.k8s.io/v1 leases, CustomResourceDefinitions and the custom resources they
+define, with discovery, resourceVersions, watches, patches, finalizers, status
+subresources, dry runs and table output (see shared/reference/kube-api-emulation.md).
+
+    server = KubeApiServer()            # host="127.0.0.1", port=0 (ephemeral)
+    url = server.start()
+    server.write_kubeconfig(path)       # for KubeClient.from_kubeconfig / kubectl
+    ...
+    server.stop()
+
+Standalone: `python -m baseten_operator.sim.kube --port 8001 --kubeconfig /tmp/kubeconfig`.
+
+Fault injection, in process or as JSON over HTTP (`POST /_sim/faults`):
+
+    server.drop_watches(graceful=False)  {"action": "drop_watches", "graceful": false}
+    server.stall_watches(True|False)     {"action": "stall_watches", "stalled": true}
+    server.fail_next(n, status=500, verb="get", resource="configmaps", retry_after=2)
+                                         {"action": "fail_next", "count": n, "status": 429,
+                                          "verb": "update", "resource": "basetenmodels",
+                                          "retry_after": 2}
+        (verb: get/list/watch/create/update/patch/delete/deletecollection; resource: plural or
+         plural.group; both optional; 429 answers carry Retry-After)
+    server.set_latency(seconds)          {"action": "set_latency", "seconds": 0.05}
+    server.compact()                     {"action": "compact"}  (watches from older
+                                          resourceVersions get a 410 Expired ERROR event)
+    server.clear_faults()                {"action": "clear"}
+    server.reset()                       {"action": "reset"}  (fresh state, faults cleared)
+`GET /_sim/state` answers {"resourceVersion": "...", "watches": <open watch streams>}.
+
+Deliberate simplifications: server-side apply is a merge of the applied configuration (no
+field ownership); no garbage collection by ownerReferences; no authentication or RBAC;
+namespace and CRD deletion drain their contents synchronously; the clock given to the
+server stamps objects, while watch timeouts and bookmarks follow real time.
+"""
+
+from .server import KubeApiServer
+
+__all__ = ["KubeApiServer"]

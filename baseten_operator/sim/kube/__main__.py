@@ -1,0 +1,45 @@
+"""`python -m baseten_operator.sim.kube`: run the emulator until SIGINT/SIGTERM."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import threading
+from types import FrameType
+
+from .server import KubeApiServer
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Kubernetes API emulator")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--kubeconfig", help="write a kubeconfig pointing at the server here")
+    parser.add_argument("--history-limit", type=int, default=10000)
+    parser.add_argument("--bookmark-interval", type=float, default=10.0)
+    args = parser.parse_args(argv)
+
+    server = KubeApiServer(
+        args.host,
+        args.port,
+        history_limit=args.history_limit,
+        bookmark_interval=args.bookmark_interval,
+    )
+    stopping = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stopping.set()
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    url = server.start()
+    if args.kubeconfig:
+        server.write_kubeconfig(args.kubeconfig)
+    print(url, flush=True)
+    stopping.wait()
+    server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

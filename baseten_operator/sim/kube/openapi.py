@@ -1,0 +1,61 @@
+"""Just enough OpenAPI for kubectl.
+
+kubectl asks /openapi/v3 whether a kind's PATCH accepts `fieldValidation`; when it does,
+kubectl leaves validation to the server and skips client-side schema checks, so a
+document per group-version listing one PATCH operation per kind is all it needs.
+/openapi/v2 (fetched as protobuf) answers with an empty but valid `Document`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from .resources import Registry
+
+# openapi_v2.Document{swagger: "2.0"} in protobuf wire format (field 1, length-delimited).
+OPENAPI_V2_PROTOBUF = b"\x0a\x032.0"
+
+
+def _gv_path(group: str, version: str) -> str:
+    return f"apis/{group}/{version}" if group else f"api/{version}"
+
+
+def v3_document(registry: Registry, group: str, version: str) -> dict[str, Any] | None:
+    paths: dict[str, Any] = {}
+    for rt in registry.all():
+        if (rt.group, rt.version) != (group, version):
+            continue
+        scope = "namespaces/{namespace}/" if rt.namespaced else ""
+        paths[f"/{_gv_path(group, version)}/{scope}{rt.plural}/{{name}}"] = {
+            "patch": {
+                "operationId": f"patch{rt.kind}",
+                "parameters": [
+                    {"name": "fieldValidation", "in": "query", "schema": {"type": "string"}}
+                ],
+                "x-kubernetes-action": "patch",
+                "x-kubernetes-group-version-kind": {
+                    "group": group, "version": version, "kind": rt.kind,
+                },
+                "responses": {"200": {"description": "OK"}},
+            }
+        }  # fmt: skip
+    if not paths:
+        return None
+    return {
+        "openapi": "3.0.0",
+        "info": {"title": "Kubernetes", "version": "v1.32.0"},
+        "paths": paths,
+        "components": {"schemas": {}},
+    }
+
+
+def v3_index(registry: Registry) -> dict[str, Any]:
+    entries = {}
+    for group_version in sorted({(rt.group, rt.version) for rt in registry.all()}):
+        document = v3_document(registry, *group_version)
+        digest = hashlib.sha256(json.dumps(document, sort_keys=True).encode()).hexdigest()[:32]
+        path = _gv_path(*group_version)
+        entries[path] = {"serverRelativeURL": f"/openapi/v3/{path}?hash={digest.upper()}"}
+    return {"paths": entries}

@@ -1,0 +1,772 @@
+"""The emulated etcd + registry: every object, the global resourceVersion, history, watches.
+
+One re-entrant lock serializes every read and write, which makes the resourceVersion
+order the commit order and lets writes push events into watcher queues atomically.
+Objects are stored in their storage version and never mutated after they are stored:
+a write replaces them, so readers and watch events can share them without copying.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import random
+import threading
+import uuid
+from collections import deque
+from typing import Any
+
+import structlog
+
+from baseten_operator.runtime.clock import Clock, rfc3339
+
+from . import errors
+from .errors import ApiError
+from .patching import clone, json_patch, merge_patch, strategic_merge_patch
+from .resources import CRD_GROUP, Registry, ResourceType, types_for_crd
+from .selectors import FieldSelector, LabelSelector
+from .validation import annotation_causes, label_causes, name_causes
+from .watch import Delivery, Watcher, WatchEvent
+
+log = structlog.get_logger(__name__)
+
+Obj = dict[str, Any]
+Key = tuple[str, str]  # (namespace or "", name)
+
+SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+UNDELETABLE_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
+CRD_CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
+NAMESPACE_FINALIZER = "kubernetes"
+INITIAL_EVENTS_END = "k8s.io/initial-events-end"
+_SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+# Metadata only the server writes; kept from the stored object on every update.
+_SERVER_METADATA = (
+    "uid",
+    "creationTimestamp",
+    "generation",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "namespace",
+    "name",
+    "resourceVersion",
+)
+PATCH_TYPES = {
+    "application/merge-patch+json": "merge",
+    "application/json-patch+json": "json",
+    "application/strategic-merge-patch+json": "strategic",
+    "application/apply-patch+yaml": "apply",
+    "application/apply-patch+json": "apply",
+}
+CRD_TYPE_KEY = (CRD_GROUP, "customresourcedefinitions")
+
+
+def _spec_part(obj: Obj) -> Obj:
+    """Everything that counts for metadata.generation: all but metadata and status."""
+    return {k: v for k, v in obj.items() if k not in ("metadata", "status")}
+
+
+def _condition(kind: str, reason: str, message: str, now: str) -> Obj:
+    return {
+        "type": kind,
+        "status": "True",
+        "reason": reason,
+        "message": message,
+        "lastTransitionTime": now,
+    }
+
+
+class Store:
+    def __init__(self, clock: Clock, history_limit: int = 10000) -> None:
+        self.lock = threading.RLock()
+        self.clock = clock
+        self.history_limit = history_limit
+        self.stalled = threading.Event()
+        self._reset_state()
+
+    # ---- state ----------------------------------------------------------------------
+
+    def _reset_state(self) -> None:
+        self.registry = Registry()
+        self.rv = 0
+        self.objects: dict[tuple[str, str], dict[Key, Obj]] = {}
+        self.history: deque[WatchEvent] = deque()
+        # Watches may start from any resourceVersion >= floor: later history is complete.
+        self.floor = 0
+        self.watchers: dict[tuple[str, str], list[Watcher]] = {}
+        namespaces = self.registry.lookup("", "v1", "namespaces")
+        assert namespaces is not None
+        for name in SYSTEM_NAMESPACES:
+            self.create(namespaces, None, {"metadata": {"name": name}})
+
+    def reset(self) -> None:
+        """Back to a fresh server; open watches end."""
+        with self.lock:
+            self.drop_watches("graceful")
+            self._reset_state()
+
+    def lookup(self, group: str, version: str, plural: str) -> ResourceType | None:
+        with self.lock:
+            return self.registry.lookup(group, version, plural)
+
+    def _bucket(self, rt: ResourceType) -> dict[Key, Obj]:
+        return self.objects.setdefault(rt.storage_key, {})
+
+    def _key(self, rt: ResourceType, namespace: str | None, name: str) -> Key:
+        return ((namespace or "") if rt.namespaced else "", name)
+
+    def _current(self, rt: ResourceType, namespace: str | None, name: str) -> Obj:
+        stored = self._bucket(rt).get(self._key(rt, namespace, name))
+        if stored is None:
+            raise errors.not_found(rt.plural, rt.group, name)
+        return rt.from_storage(stored)
+
+    def _storage_type(self, key: tuple[str, str]) -> ResourceType:
+        sharing = self.registry.sharing_storage(key)
+        return next((rt for rt in sharing if rt.api_version == rt.storage_api_version), sharing[0])
+
+    # ---- history and watchers -------------------------------------------------------
+
+    def _record(self, rt: ResourceType, kind: str, obj: Obj, old: Obj | None) -> None:
+        event = WatchEvent(self.rv, kind, rt.storage_key, obj, old)
+        self.history.append(event)
+        while len(self.history) > self.history_limit:
+            self.floor = self.history.popleft().rv
+        for watcher in self.watchers.get(rt.storage_key, ()):
+            watcher.offer(event)
+
+    def _next_rv(self) -> str:
+        self.rv += 1
+        return str(self.rv)
+
+    def _put(self, rt: ResourceType, obj: Obj, old: Obj | None) -> Obj:
+        """Stamp a new resourceVersion on `obj` (in rt's version), store it, emit the event."""
+        obj["metadata"]["resourceVersion"] = self._next_rv()
+        stored = rt.to_storage(obj)
+        meta = stored["metadata"]
+        self._bucket(rt)[self._key(rt, meta.get("namespace"), meta["name"])] = stored
+        old_stored = rt.to_storage(old) if old is not None else None
+        self._record(rt, "ADDED" if old is None else "MODIFIED", stored, old_stored)
+        return obj
+
+    def _remove(self, rt: ResourceType, obj: Obj) -> Obj:
+        meta = obj["metadata"]
+        del self._bucket(rt)[self._key(rt, meta.get("namespace"), meta["name"])]
+        gone = clone(obj)
+        gone["metadata"]["resourceVersion"] = self._next_rv()
+        self._record(rt, "DELETED", rt.to_storage(gone), None)
+        self._after_removal(rt, gone)
+        return gone
+
+    def watch(
+        self,
+        rt: ResourceType,
+        namespace: str | None,
+        labels: LabelSelector,
+        fields: FieldSelector,
+        resource_version: str | None,
+        *,
+        send_initial_events: bool = False,
+        bookmarks: bool = False,
+    ) -> Watcher:
+        """Register a watch; raises Expired (410) when `resource_version` was compacted."""
+        with self.lock:
+            watcher = Watcher(rt, namespace, labels, fields)
+            if send_initial_events or resource_version in (None, "", "0"):
+                for _, stored in sorted(self._bucket(rt).items()):
+                    if watcher.matches(stored):
+                        watcher.push(Delivery("ADDED", stored))
+                if send_initial_events and bookmarks:
+                    watcher.push(self.bookmark(rt, initial_events_end=True))
+            else:
+                start = _parse_rv(resource_version)
+                if start < self.floor:
+                    raise errors.expired(f"too old resource version: {start} ({self.floor})")
+                for event in self.history:
+                    if event.rv > start and event.storage_key == rt.storage_key:
+                        watcher.offer(event)
+            self.watchers.setdefault(rt.storage_key, []).append(watcher)
+            return watcher
+
+    def unwatch(self, watcher: Watcher) -> None:
+        with self.lock:
+            registered = self.watchers.get(watcher.rt.storage_key, [])
+            if watcher in registered:
+                registered.remove(watcher)
+
+    def bookmark(self, rt: ResourceType, *, initial_events_end: bool = False) -> Delivery:
+        meta: Obj = {"resourceVersion": str(self.rv)}
+        if initial_events_end:
+            meta["annotations"] = {INITIAL_EVENTS_END: "true"}
+        return Delivery(
+            "BOOKMARK", {"kind": rt.kind, "apiVersion": rt.api_version, "metadata": meta}
+        )
+
+    def idle_bookmark(self, watcher: Watcher) -> Delivery | None:
+        """A BOOKMARK at the current resourceVersion, if the watcher has received everything."""
+        with self.lock:
+            return self.bookmark(watcher.rt) if watcher.idle() else None
+
+    def watch_count(self) -> int:
+        with self.lock:
+            return sum(len(ws) for ws in self.watchers.values())
+
+    def drop_watches(self, mode: str = "abrupt") -> int:
+        with self.lock:
+            dropped = [w for ws in self.watchers.values() for w in ws]
+            self.watchers = {}
+        for watcher in dropped:
+            watcher.close(mode)
+        return len(dropped)
+
+    def stall_watches(self, stalled: bool) -> None:
+        if stalled:
+            self.stalled.set()
+            return
+        self.stalled.clear()
+        with self.lock:
+            watchers = [w for ws in self.watchers.values() for w in ws]
+        for watcher in watchers:
+            with watcher.cond:
+                watcher.cond.notify_all()
+
+    def compact(self) -> None:
+        with self.lock:
+            self.history.clear()
+            self.floor = self.rv
+
+    # ---- reads ----------------------------------------------------------------------
+
+    def get(self, rt: ResourceType, namespace: str | None, name: str) -> Obj:
+        with self.lock:
+            return self._current(rt, namespace, name)
+
+    def list_objects(
+        self,
+        rt: ResourceType,
+        namespace: str | None,
+        labels: LabelSelector,
+        fields: FieldSelector,
+        *,
+        limit: int | None = None,
+        continue_token: str | None = None,
+    ) -> Obj:
+        matcher = Watcher(rt, namespace, labels, fields)
+        start = _decode_continue(continue_token) if continue_token else None
+        with self.lock:
+            rv = self.rv
+            ordered = sorted(self._bucket(rt).items())
+        selected = [
+            obj for key, obj in ordered if (start is None or key > start) and matcher.matches(obj)
+        ]
+        meta: Obj = {"resourceVersion": str(rv)}
+        if limit and len(selected) > limit:
+            last = selected[limit - 1]["metadata"]
+            meta["continue"] = _encode_continue(rv, (last.get("namespace", ""), last["name"]))
+            meta["remainingItemCount"] = len(selected) - limit
+            selected = selected[:limit]
+        return {
+            "kind": rt.list_kind,
+            "apiVersion": rt.api_version,
+            "metadata": meta,
+            "items": [rt.from_storage(o) for o in selected],
+        }
+
+    # ---- create ---------------------------------------------------------------------
+
+    def create(
+        self, rt: ResourceType, namespace: str | None, body: Obj, *, dry_run: bool = False
+    ) -> Obj:
+        with self.lock:
+            obj = self._new_object(rt, namespace, body)
+            if dry_run:
+                return obj
+            obj = self._put(rt, obj, None)
+            if rt.storage_key == CRD_TYPE_KEY:
+                self._register_crd(obj)
+            return obj
+
+    def _new_object(self, rt: ResourceType, namespace: str | None, body: Obj) -> Obj:
+        obj = _checked_body(rt, body)
+        meta = obj.setdefault("metadata", {})
+        if rt.namespaced:
+            if meta.get("namespace") not in (None, "", namespace):
+                raise errors.bad_request(
+                    "the namespace of the provided object does not match the namespace sent "
+                    "on the request"
+                )
+            self._check_namespace_open(namespace or "")
+            meta["namespace"] = namespace
+        else:
+            meta.pop("namespace", None)
+        if not meta.get("name"):
+            if not meta.get("generateName"):
+                raise errors.field_invalid(
+                    rt.kind,
+                    rt.group,
+                    "",
+                    "metadata.name",
+                    "Required value: name or generateName is required",
+                )
+            meta["name"] = self._generated_name(rt, namespace, meta["generateName"])
+        elif self._key(rt, namespace, meta["name"]) in self._bucket(rt):
+            raise errors.already_exists(rt.plural, rt.group, meta["name"])
+        for server_field in ("deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion",
+                             "managedFields", "selfLink"):  # fmt: skip
+            meta.pop(server_field, None)
+        meta["uid"] = str(uuid.uuid4())
+        meta["creationTimestamp"] = rfc3339(self.clock)
+        if rt.generation:
+            meta["generation"] = 1
+        if rt.status_subresource:
+            obj.pop("status", None)
+        self._prepare(rt, obj, None)
+        return obj
+
+    def _generated_name(self, rt: ResourceType, namespace: str | None, prefix: str) -> str:
+        for _ in range(100):
+            name = prefix + "".join(random.choices(_SUFFIX_ALPHABET, k=5))
+            if self._key(rt, namespace, name) not in self._bucket(rt):
+                return name
+        raise errors.already_exists(rt.plural, rt.group, prefix)
+
+    def _check_namespace_open(self, namespace: str) -> None:
+        stored = self.objects.get(("", "namespaces"), {}).get(("", namespace))
+        if stored is None:
+            raise errors.not_found("namespaces", "", namespace)
+        if stored["metadata"].get("deletionTimestamp"):
+            raise errors.forbidden(
+                f"unable to create new content in namespace {namespace} because it is being "
+                "terminated"
+            )
+
+    # ---- type-specific preparation (validation, defaults, server-owned fields) -------
+
+    def _prepare(self, rt: ResourceType, obj: Obj, old: Obj | None) -> None:
+        meta = obj["metadata"]
+        name = meta.get("name", "")
+        causes = name_causes(name, label=rt.plural == "namespaces") if old is None else []
+        causes += label_causes(meta.get("labels")) + annotation_causes(meta.get("annotations"))
+        if causes:
+            raise errors.invalid(rt.kind, rt.group, name, causes)
+        if rt.schema is not None:
+            self._apply_schema(rt, obj, old)
+        if rt.storage_key == ("", "namespaces"):
+            _prepare_namespace(obj)
+        elif rt.storage_key == CRD_TYPE_KEY:
+            self._prepare_crd(obj, old)
+        elif rt.crd_name is not None and old is None:
+            crd = self.objects.get(CRD_TYPE_KEY, {}).get(("", rt.crd_name))
+            if crd is not None and crd["metadata"].get("deletionTimestamp"):
+                raise errors.method_not_allowed(
+                    "create not allowed while custom resource definition is terminating"
+                )
+
+    def _apply_schema(self, rt: ResourceType, obj: Obj, old: Obj | None) -> None:
+        try:
+            from .schema import apply_structural_schema
+        except ImportError:  # the structural-schema module is optional
+            return
+        assert rt.schema is not None
+        # The schema governs the payload; metadata, apiVersion and kind are the server's.
+        kept = {k: obj[k] for k in ("apiVersion", "kind", "metadata") if k in obj}
+        causes = apply_structural_schema(rt.schema, obj, old)
+        obj.update(kept)
+        if causes:
+            raise errors.invalid(
+                rt.kind, rt.group, kept["metadata"].get("name", ""), [dict(c) for c in causes]
+            )
+
+    def _prepare_crd(self, crd: Obj, old: Obj | None) -> None:
+        spec = crd.get("spec") or {}
+        names = spec.get("names") or {}
+        name = crd["metadata"]["name"]
+        problems = []
+        if not spec.get("group"):
+            problems.append(("spec.group", "Required value"))
+        if not names.get("plural") or not names.get("kind"):
+            problems.append(("spec.names", "Required value: plural and kind are required"))
+        if spec.get("scope") not in ("Namespaced", "Cluster"):
+            problems.append(("spec.scope", "Unsupported value: must be Namespaced or Cluster"))
+        versions = spec.get("versions") or []
+        if sum(1 for v in versions if v.get("storage")) != 1:
+            problems.append(("spec.versions", "Invalid value: exactly one version must be storage"))
+        if (
+            names.get("plural")
+            and spec.get("group")
+            and name != f"{names['plural']}.{spec['group']}"
+        ):
+            problems.append(
+                (
+                    "metadata.name",
+                    f'Invalid value: {name!r}: must be spec.names.plural+"."+spec.group',
+                )
+            )
+        causes = [{"reason": "FieldValueInvalid", "field": f, "message": m} for f, m in problems]
+        causes += _rule_compile_causes(versions)
+        if causes:
+            raise errors.invalid("CustomResourceDefinition", CRD_GROUP, name, causes)
+        accepted = {
+            "plural": names["plural"],
+            "singular": names.get("singular") or names["kind"].lower(),
+            "kind": names["kind"],
+            "listKind": names.get("listKind") or f"{names['kind']}List",
+        }
+        for optional in ("shortNames", "categories"):
+            if names.get(optional):
+                accepted[optional] = names[optional]
+        names.setdefault("singular", accepted["singular"])
+        names.setdefault("listKind", accepted["listKind"])
+        old_status = (old or {}).get("status") or {}
+        stored_versions = list(old_status.get("storedVersions") or [])
+        storage = next(v["name"] for v in versions if v.get("storage"))
+        if storage not in stored_versions:
+            stored_versions.append(storage)
+        now = rfc3339(self.clock)
+        conditions = {c["type"]: c for c in old_status.get("conditions") or []}
+        for kind, reason, message in (
+            ("NamesAccepted", "NoConflicts", "no conflicts found"),
+            ("Established", "InitialNamesAccepted", "the initial names have been accepted"),
+        ):
+            conditions.setdefault(kind, _condition(kind, reason, message, now))
+        if crd["metadata"].get("deletionTimestamp"):
+            conditions.setdefault(
+                "Terminating",
+                _condition("Terminating", "InstanceDeletionInProgress", "deleting instances", now),
+            )
+        crd["status"] = {
+            "conditions": list(conditions.values()),
+            "acceptedNames": accepted,
+            "storedVersions": stored_versions,
+        }
+        finalizers = crd["metadata"].setdefault("finalizers", [])
+        if old is None and CRD_CLEANUP_FINALIZER not in finalizers:
+            finalizers.append(CRD_CLEANUP_FINALIZER)
+
+    def _register_crd(self, crd: Obj) -> None:
+        self.registry.remove_crd(crd["metadata"]["name"])
+        for rt in types_for_crd(crd):
+            self.registry.add(rt)
+
+    # ---- update and patch -----------------------------------------------------------
+
+    def update(
+        self,
+        rt: ResourceType,
+        namespace: str | None,
+        name: str,
+        body: Obj,
+        *,
+        subresource: str | None = None,
+        dry_run: bool = False,
+    ) -> Obj:
+        with self.lock:
+            current = self._current(rt, namespace, name)
+            body = _checked_body(rt, body)
+            return self._write(rt, current, body, subresource, dry_run, rt.unconditional_update)
+
+    def patch(
+        self,
+        rt: ResourceType,
+        namespace: str | None,
+        name: str,
+        patch_type: str,
+        patch: Any,
+        *,
+        subresource: str | None = None,
+        dry_run: bool = False,
+    ) -> tuple[Obj, bool]:
+        """Returns (object, created): server-side apply may create."""
+        with self.lock:
+            if patch_type == "strategic" and not rt.builtin:
+                raise errors.unsupported_media_type(
+                    "the body of the request was in an unknown format - accepted media types "
+                    "include: application/json-patch+json, application/merge-patch+json, "
+                    "application/apply-patch+yaml"
+                )
+            key = self._key(rt, namespace, name)
+            if patch_type == "apply" and key not in self._bucket(rt):
+                if not isinstance(patch, dict):
+                    raise errors.bad_request("an applied configuration must be an object")
+                return self.create(rt, namespace, patch, dry_run=dry_run), True
+            current = self._current(rt, namespace, name)
+            if patch_type == "json":
+                patched = json_patch(current, patch)
+            elif patch_type == "strategic":
+                patched = strategic_merge_patch(current, patch)
+            else:
+                # Server-side apply is approximated by a merge of the applied configuration.
+                patched = merge_patch(current, patch)
+            if not isinstance(patched, dict):
+                raise errors.bad_request("the patch did not produce an object")
+            patched.setdefault("metadata", {})
+            wanted = patched["metadata"].get("resourceVersion")
+            current_rv = current["metadata"]["resourceVersion"]
+            if wanted not in (None, "", current_rv):
+                raise errors.conflict(rt.plural, rt.group, name, errors.STALE_OBJECT)
+            patched["metadata"]["resourceVersion"] = current_rv
+            return self._write(rt, current, patched, subresource, dry_run, True), False
+
+    def _write(
+        self,
+        rt: ResourceType,
+        current: Obj,
+        body: Obj,
+        subresource: str | None,
+        dry_run: bool,
+        unconditional_ok: bool,
+    ) -> Obj:
+        meta = body.get("metadata") or {}
+        old_meta = current["metadata"]
+        name = old_meta["name"]
+        if meta.get("name") not in (None, name):
+            raise errors.bad_request(
+                f"the name of the object ({meta.get('name')}) does not match the name on the URL "
+                f"({name})"
+            )
+        wanted = meta.get("resourceVersion")
+        if wanted and wanted != old_meta["resourceVersion"]:
+            raise errors.conflict(rt.plural, rt.group, name, errors.STALE_OBJECT)
+        if not wanted and not unconditional_ok:
+            raise errors.field_invalid(
+                rt.kind, rt.group, name, "metadata.resourceVersion",
+                "Invalid value: 0x0: must be specified for an update",
+            )  # fmt: skip
+        if subresource == "status":
+            candidate = clone(current)
+            if "status" in body:
+                candidate["status"] = clone(body["status"])
+            else:
+                candidate.pop("status", None)
+        else:
+            candidate = clone(body)
+            candidate["apiVersion"], candidate["kind"] = rt.api_version, rt.kind
+            if rt.status_subresource:
+                if "status" in current:
+                    candidate["status"] = clone(current["status"])
+                else:
+                    candidate.pop("status", None)
+            new_meta = {k: v for k, v in meta.items() if k not in ("managedFields", "selfLink")}
+            for server_field in _SERVER_METADATA:
+                if server_field in old_meta:
+                    new_meta[server_field] = old_meta[server_field]
+                else:
+                    new_meta.pop(server_field, None)
+            candidate["metadata"] = new_meta
+        terminating = bool(old_meta.get("deletionTimestamp"))
+        finalizers = candidate["metadata"].get("finalizers") or []
+        if terminating:
+            added = [f for f in finalizers if f not in (old_meta.get("finalizers") or [])]
+            if added:
+                raise errors.field_invalid(
+                    rt.kind, rt.group, name, "metadata.finalizers",
+                    f"Forbidden: no new finalizers can be added if the object is being deleted, "
+                    f"found new finalizers {added}",
+                )  # fmt: skip
+        self._prepare(rt, candidate, current)
+        if rt.generation and _spec_part(candidate) != _spec_part(current):
+            candidate["metadata"]["generation"] = old_meta.get("generation", 0) + 1
+        if candidate == current:
+            return current  # a no-op write: same resourceVersion, no event
+        if dry_run:
+            return candidate
+        if terminating and not finalizers:
+            return self._remove(rt, candidate)
+        written = self._put(rt, candidate, current)
+        if rt.storage_key == CRD_TYPE_KEY:
+            self._register_crd(written)
+        return written
+
+    # ---- delete ---------------------------------------------------------------------
+
+    def delete(
+        self,
+        rt: ResourceType,
+        namespace: str | None,
+        name: str,
+        options: Obj | None = None,
+        *,
+        dry_run: bool = False,
+    ) -> tuple[Obj, bool]:
+        """Returns (object, still_exists): finalizers keep a deleted object, terminating."""
+        with self.lock:
+            current = self._current(rt, namespace, name)
+            preconditions = (options or {}).get("preconditions") or {}
+            meta = current["metadata"]
+            for field in ("uid", "resourceVersion"):
+                wanted = preconditions.get(field)
+                if wanted and wanted != meta.get(field):
+                    raise errors.conflict(
+                        rt.plural, rt.group, name,
+                        f"Precondition failed: {field} in precondition: {wanted}, "
+                        f"{field} in object meta: {meta.get(field)}",
+                    )  # fmt: skip
+            if rt.storage_key == ("", "namespaces") and name in UNDELETABLE_NAMESPACES:
+                raise errors.forbidden(
+                    f'namespaces "{name}" is forbidden: this namespace may not be deleted'
+                )
+            if meta.get("deletionTimestamp"):
+                return current, True  # already terminating: nothing more to do
+            keeps = bool(meta.get("finalizers")) or rt.storage_key == ("", "namespaces")
+            if not keeps:
+                return (current, False) if dry_run else (self._remove(rt, current), False)
+            terminating = clone(current)
+            terminating["metadata"]["deletionTimestamp"] = rfc3339(self.clock)
+            terminating["metadata"]["deletionGracePeriodSeconds"] = 0
+            if rt.generation:
+                terminating["metadata"]["generation"] = meta.get("generation", 0) + 1
+            if rt.storage_key == ("", "namespaces"):
+                terminating["status"] = {"phase": "Terminating"}
+            elif rt.storage_key == CRD_TYPE_KEY:
+                self._prepare_crd(terminating, current)
+            if dry_run:
+                return terminating, True
+            written = self._put(rt, terminating, current)
+            self._cascade(rt, written)
+            still_exists = self._key(rt, namespace, name) in self._bucket(rt)
+            return written, still_exists
+
+    def delete_collection(
+        self,
+        rt: ResourceType,
+        namespace: str | None,
+        labels: LabelSelector,
+        fields: FieldSelector,
+        *,
+        dry_run: bool = False,
+    ) -> Obj:
+        with self.lock:
+            listed = self.list_objects(rt, namespace, labels, fields)
+            for item in listed["items"]:
+                meta = item["metadata"]
+                self.delete(rt, meta.get("namespace"), meta["name"], dry_run=dry_run)
+            return listed
+
+    def _cascade(self, rt: ResourceType, container: Obj) -> None:
+        """Deleting a namespace or a CRD deletes what it holds (the controllers' job)."""
+        name = container["metadata"]["name"]
+        if rt.storage_key == ("", "namespaces"):
+            for storage_key, bucket in list(self.objects.items()):
+                inside = [o for (ns, _), o in bucket.items() if ns == name]
+                if inside:
+                    self._delete_all(self._storage_type(storage_key), inside)
+            self._finish_namespace(name)
+        elif rt.storage_key == CRD_TYPE_KEY:
+            served = [t for t in self.registry.all() if t.crd_name == name]
+            if served:
+                self._delete_all(served[0], list(self._bucket(served[0]).values()))
+            self._finish_crd(name)
+
+    def _delete_all(self, rt: ResourceType, stored: list[Obj]) -> None:
+        for obj in stored:
+            meta = obj["metadata"]
+            if self._key(rt, meta.get("namespace"), meta["name"]) in self._bucket(rt):
+                self.delete(rt, meta.get("namespace"), meta["name"])
+
+    def _after_removal(self, rt: ResourceType, obj: Obj) -> None:
+        namespace = obj["metadata"].get("namespace")
+        if namespace:
+            self._finish_namespace(namespace)
+        if rt.crd_name is not None:
+            self._finish_crd(rt.crd_name)
+        if rt.storage_key == CRD_TYPE_KEY:
+            for gone in self.registry.remove_crd(obj["metadata"]["name"]):
+                self.objects.pop(gone.storage_key, None)
+                for watcher in self.watchers.pop(gone.storage_key, []):
+                    watcher.close("graceful")
+
+    def _finish_namespace(self, namespace: str) -> None:
+        ns_type = self._storage_type(("", "namespaces"))
+        stored = self._bucket(ns_type).get(("", namespace))
+        if stored is None or not stored["metadata"].get("deletionTimestamp"):
+            return
+        if any(ns == namespace for bucket in self.objects.values() for ns, _ in bucket):
+            return
+        self._release(ns_type, stored, NAMESPACE_FINALIZER, in_spec=True)
+
+    def _finish_crd(self, crd_name: str) -> None:
+        crd_type = self._storage_type(CRD_TYPE_KEY)
+        stored = self._bucket(crd_type).get(("", crd_name))
+        if stored is None or not stored["metadata"].get("deletionTimestamp"):
+            return
+        if any(t.crd_name == crd_name and self._bucket(t) for t in self.registry.all()):
+            return
+        self._release(crd_type, stored, CRD_CLEANUP_FINALIZER, in_spec=False)
+
+    def _release(self, rt: ResourceType, stored: Obj, finalizer: str, *, in_spec: bool) -> None:
+        """Drop the server's own finalizer from a drained container; remove it if none remain."""
+        obj = clone(rt.from_storage(stored))
+        meta = obj["metadata"]
+        meta["finalizers"] = [f for f in meta.get("finalizers") or [] if f != finalizer]
+        if in_spec:
+            spec = obj.setdefault("spec", {})
+            spec["finalizers"] = [f for f in spec.get("finalizers") or [] if f != finalizer]
+        if not meta["finalizers"]:
+            meta.pop("finalizers")
+            self._remove(rt, obj)
+        else:
+            self._put(rt, obj, rt.from_storage(stored))
+
+
+def _rule_compile_causes(versions: list[Obj]) -> list[Obj]:
+    """CEL rules of every version's schema must compile, as the API server checks."""
+    try:
+        from .schema import rule_compile_causes
+    except ImportError:  # the structural-schema module is optional
+        return []
+    causes: list[Obj] = []
+    for index, version in enumerate(versions):
+        schema = (version.get("schema") or {}).get("openAPIV3Schema")
+        if schema:
+            path = f"spec.versions[{index}].schema.openAPIV3Schema"
+            causes += [dict(c) for c in rule_compile_causes(schema, path)]
+    return causes
+
+
+def _prepare_namespace(obj: Obj) -> None:
+    meta = obj["metadata"]
+    meta.setdefault("labels", {})["kubernetes.io/metadata.name"] = meta["name"]
+    spec = obj.setdefault("spec", {})
+    spec.setdefault("finalizers", [NAMESPACE_FINALIZER])
+    obj["status"] = {"phase": "Terminating" if meta.get("deletionTimestamp") else "Active"}
+
+
+def _checked_body(rt: ResourceType, body: Any) -> Obj:
+    if not isinstance(body, dict):
+        raise errors.bad_request("the request body must be a JSON object")
+    api_version, kind = body.get("apiVersion"), body.get("kind")
+    if api_version not in (None, "", rt.api_version) or kind not in (None, "", rt.kind):
+        raise errors.bad_request(
+            f"the API version in the data ({api_version}) does not match the expected API "
+            f"version ({rt.api_version})"
+            if api_version not in (None, "", rt.api_version)
+            else f"the kind in the data ({kind}) does not match the expected kind ({rt.kind})"
+        )
+    obj = clone(body)
+    obj["apiVersion"], obj["kind"] = rt.api_version, rt.kind
+    if not isinstance(obj.get("metadata", {}), dict):
+        raise errors.bad_request("metadata must be an object")
+    return obj
+
+
+def _parse_rv(value: str | None) -> int:
+    try:
+        return int(value or 0)
+    except ValueError:
+        raise errors.bad_request(f"invalid resource version {value!r}") from None
+
+
+def _encode_continue(rv: int, key: Key) -> str:
+    raw = json.dumps({"rv": rv, "start": list(key)}).encode()
+    return base64.urlsafe_b64encode(raw).decode()
+
+
+def _decode_continue(token: str) -> Key:
+    try:
+        start = json.loads(base64.urlsafe_b64decode(token.encode()))["start"]
+        return (str(start[0]), str(start[1]))
+    except (ValueError, KeyError, IndexError, TypeError, binascii.Error):
+        raise errors.bad_request("invalid continue token") from None
+
+
+__all__ = ["PATCH_TYPES", "ApiError", "Store"]
