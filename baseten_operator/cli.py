@@ -98,6 +98,13 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("run", help="run the operator against a cluster")
     add_operator_flags(run)
+    sandbox = commands.add_parser(
+        "sandbox", help="the operator on an embedded Kubernetes emulator and Baseten simulator"
+    )
+    from baseten_operator.sandbox.command import add_sandbox_arguments
+
+    add_sandbox_arguments(sandbox)
+    commands.add_parser("crd", help="print the BasetenModel CustomResourceDefinition (YAML)")
     return parser
 
 
@@ -107,6 +114,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         from baseten_operator.main import run_operator
 
         return run_operator(options_from_args(args))
+    if args.command == "sandbox":
+        from baseten_operator.sandbox.command import run_sandbox
+
+        return run_sandbox(args)
+    if args.command == "crd":
+        from baseten_operator.api.crd import crd_yaml
+
+        sys.stdout.write(crd_yaml())
+        return 0
     raise AssertionError(f"unhandled command {args.command}")
 
 

@@ -1,0 +1,1 @@
+"""The sandbox: the operator on an embedded Kubernetes emulator and Baseten simulator."""
