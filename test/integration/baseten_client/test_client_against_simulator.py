@@ -11,34 +11,31 @@ import pytest
 from baseten_operator.baseten.client import BasetenClient
 from baseten_operator.baseten.errors import BasetenAPIError
 from baseten_operator.baseten.models import EnvironmentV1
+from baseten_operator.runtime.metrics import REGISTRY
+from baseten_operator.sim.baseten import BasetenSimulator
 
-try:
-    from baseten_operator.sim.baseten import BasetenSimulator
-except ImportError:  # the simulator is built by another helper
-    BasetenSimulator = None
-
-pytestmark = [
-    pytest.mark.integration,
-    pytest.mark.skipif(
-        BasetenSimulator is None,
-        reason="baseten_operator.sim.baseten.BasetenSimulator is not available yet",
-    ),
-]
+pytestmark = pytest.mark.integration
 
 SIM_KEY = "sim-api-key"
 # Simulated seconds run 100x faster than real ones, so asynchronous changes land quickly.
 TIME_SCALE = 0.01
 
 
-@pytest.fixture
-def sim() -> Iterator[Any]:
-    assert BasetenSimulator is not None
+@pytest.fixture(scope="module")
+def running_sim() -> Iterator[Any]:
     simulator = BasetenSimulator(api_key=SIM_KEY, time_scale=TIME_SCALE)
     simulator.start()
     try:
         yield simulator
     finally:
         simulator.stop()
+
+
+@pytest.fixture
+def sim(running_sim: Any) -> Any:
+    """One server for the module (stopping one is slow), emptied before each test."""
+    running_sim.reset()
+    return running_sim
 
 
 @pytest.fixture
@@ -182,18 +179,30 @@ def test_not_found_bad_key_and_deletes(sim: Any, client: BasetenClient) -> None:
     assert client.find_model("m") is None
 
 
+def requests_seen(code: str, endpoint: str = "/v1/models", method: str = "GET") -> float:
+    labels = {"endpoint": endpoint, "method": method, "code": code}
+    return REGISTRY.get_sample_value("baseten_api_requests_total", labels) or 0.0
+
+
 def test_retries_through_injected_faults(sim: Any, client: BasetenClient) -> None:
     sim.seed_model("m")
+    failures_before = requests_seen("503")
     sim.inject_fault("list_models", "5xx", 2)
     assert [m.name for m in client.list_models()] == ["m"]
+    assert requests_seen("503") - failures_before == 2
 
+    limited_before = requests_seen("429")
     sim.inject_fault("list_models", "429", 1, retry_after=1)
     assert [m.name for m in client.list_models()] == ["m"]
+    assert requests_seen("429") - limited_before == 1
 
     model_id = client.list_models()[0].id
     sim.inject_fault("promote", "5xx", 1)
     dep_id = sim.seed_deployment(model_id, "depl-a", status="ACTIVE")["id"]
     sim.seed_environment(model_id, "production")
+    promote = "/v1/models/{model_id}/environments/{env_name}/promote"
+    promote_failures_before = requests_seen("503", promote, "POST")
     with pytest.raises(BasetenAPIError) as not_retried:
         client.promote(model_id, "production", dep_id)
-    assert not_retried.value.status_code >= 500
+    assert not_retried.value.status_code == 503
+    assert requests_seen("503", promote, "POST") - promote_failures_before == 1
