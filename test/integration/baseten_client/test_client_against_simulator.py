@@ -206,3 +206,22 @@ def test_retries_through_injected_faults(sim: Any, client: BasetenClient) -> Non
         client.promote(model_id, "production", dep_id)
     assert not_retried.value.status_code == 503
     assert requests_seen("503", promote, "POST") - promote_failures_before == 1
+
+
+def test_dropped_connections(sim: Any, client: BasetenClient) -> None:
+    model_id = sim.seed_model("m")["id"]
+    dep_id = sim.seed_deployment(model_id, "depl-a", status="ACTIVE")["id"]
+    sim.seed_environment(model_id, "production")
+
+    # A GET whose connection drops is simply sent again.
+    sim.inject_fault("get_environment", "drop", 1)
+    assert client.get_environment(model_id, "production").name == "production"
+
+    # A promote whose connection drops after sending may have happened: never repeated.
+    promote = "/v1/models/{model_id}/environments/{env_name}/promote"
+    dropped_before = requests_seen("0", promote, "POST")
+    sim.inject_fault("promote", "drop", 1)
+    with pytest.raises(BasetenAPIError) as dropped:
+        client.promote(model_id, "production", dep_id)
+    assert dropped.value.status_code == 0
+    assert requests_seen("0", promote, "POST") - dropped_before == 1
