@@ -214,8 +214,11 @@ def test_dropped_connections(sim: Any, client: BasetenClient) -> None:
     sim.seed_environment(model_id, "production")
 
     # A GET whose connection drops is simply sent again.
+    get_env = "/v1/models/{model_id}/environments/{env_name}"
+    drops_before = requests_seen("0", get_env)
     sim.inject_fault("get_environment", "drop", 1)
     assert client.get_environment(model_id, "production").name == "production"
+    assert requests_seen("0", get_env) - drops_before == 1
 
     # A promote whose connection drops after sending may have happened: never repeated.
     promote = "/v1/models/{model_id}/environments/{env_name}/promote"
