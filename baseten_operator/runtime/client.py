@@ -33,6 +33,14 @@ WATCH_CONNECT_TIMEOUT = 10.0
 QueryParams = list[tuple[str, str]]
 # A merge or strategic patch is an object; a JSON patch (RFC 6902) is a list of operations.
 PatchBody = dict[str, Any] | list[dict[str, Any]]
+# Retry only failures to connect (nothing was sent). Answers, 429 and 5xx included, go
+# back to the caller as typed errors: urllib3 would otherwise sleep out a Retry-After
+# inside the call, blocking a worker and hiding the throttling from the controller.
+CONNECT_RETRIES = urllib3.Retry(
+    total=3, connect=3, read=0, status=0, other=0, redirect=0, backoff_factor=0.1,
+    respect_retry_after_header=False,
+)  # fmt: skip
+
 PatchType = Literal["merge", "json", "strategic"]
 _PATCH_CONTENT_TYPES: dict[str, str] = {
     "merge": "application/merge-patch+json",
@@ -268,12 +276,17 @@ class KubeClient:
         k8s_config.load_kube_config(
             config_file=path, context=context, client_configuration=configuration
         )
-        return cls(k8s_client.ApiClient(configuration))
+        return cls.from_configuration(configuration)
 
     @classmethod
     def in_cluster(cls) -> KubeClient:
         configuration = k8s_client.Configuration()
         k8s_config.load_incluster_config(client_configuration=configuration)
+        return cls.from_configuration(configuration)
+
+    @classmethod
+    def from_configuration(cls, configuration: k8s_client.Configuration) -> KubeClient:
+        configuration.retries = CONNECT_RETRIES
         return cls(k8s_client.ApiClient(configuration))
 
     @classmethod
