@@ -13,7 +13,7 @@ from baseten_operator.config import OperatorOptions
 from baseten_operator.controller.setup import PushOutcomeRelay, setup_with_manager
 from baseten_operator.controller.timing import Timing
 from baseten_operator.runtime.client import KubeClient
-from baseten_operator.runtime.clock import RealClock
+from baseten_operator.runtime.clock import Clock, RealClock
 from baseten_operator.runtime.logging import configure_logging
 from baseten_operator.runtime.manager import Manager, ManagerOptions, install_signal_handlers
 from baseten_operator.runtime.recorder import EventRecorder
@@ -48,18 +48,14 @@ def _discard(_: object) -> None:
     """add_runnable wants a stop returning None; the flush result is only informative."""
 
 
-def run_operator(options: OperatorOptions) -> int:
-    configure_logging(options.log_level, "console" if options.log_format == "console" else "json")
-    try:
-        baseten = BasetenClient.from_env()
-    except ConfigError as error:
-        print(f"baseten-operator: {error}", file=sys.stderr)
-        return EXIT_CONFIG_ERROR
-    clock = RealClock()
+def build_operator(
+    options: OperatorOptions, *, kube: KubeClient, baseten: BasetenClient, clock: Clock
+) -> Manager:
+    """Every piece of the operator wired on a Manager that is ready to start (not started).
+
+    The truss pusher's child processes get the API key from BASETEN_API_KEY.
+    """
     timing = Timing.scaled(options.time_scale)
-    kube = (
-        KubeClient.from_kubeconfig(options.kubeconfig) if options.kubeconfig else KubeClient.auto()
-    )
     manager = Manager(kube, manager_options(options), clock=clock)
 
     recorder = EventRecorder(kube, COMPONENT, clock=clock)
@@ -85,7 +81,20 @@ def run_operator(options: OperatorOptions) -> int:
         max_concurrent_reconciles=options.max_concurrent_reconciles,
     )
     relay.attach(controller)
+    return manager
 
+
+def run_operator(options: OperatorOptions) -> int:
+    configure_logging(options.log_level, "console" if options.log_format == "console" else "json")
+    try:
+        baseten = BasetenClient.from_env()
+    except ConfigError as error:
+        print(f"baseten-operator: {error}", file=sys.stderr)
+        return EXIT_CONFIG_ERROR
+    kube = (
+        KubeClient.from_kubeconfig(options.kubeconfig) if options.kubeconfig else KubeClient.auto()
+    )
+    manager = build_operator(options, kube=kube, baseten=baseten, clock=RealClock())
     install_signal_handlers(manager)
     log.info(
         "starting operator",
