@@ -158,7 +158,10 @@ class HttpServer:
 
     def start(self) -> None:
         self._thread = threading.Thread(
-            target=self._server.serve_forever, name="baseten-sim-http", daemon=True
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.05},  # how long stop() may wait for the loop
+            name="baseten-sim-http",
+            daemon=True,
         )
         self._thread.start()
 

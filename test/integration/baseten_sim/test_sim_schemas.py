@@ -1,0 +1,106 @@
+"""Every kind of response the simulator gives, validated against Baseten's OpenAPI schemas."""
+
+from __future__ import annotations
+
+import jsonschema
+import pytest
+import requests
+
+from baseten_operator.runtime.clock import FakeClock
+from baseten_operator.sim.baseten import BasetenSimulator
+
+pytestmark = pytest.mark.integration
+
+
+def test_every_response_kind_matches_the_spec(
+    sim: BasetenSimulator, http: requests.Session, clock: FakeClock, validate
+) -> None:
+    v1 = sim.api_url
+    model = sim.seed_model("llama")
+    mid = model["id"]
+    validate(model, "ModelV1")
+    old = sim.seed_deployment(mid, "v1", autoscaling_settings={"min_replica": 1}, labels={"a": 1})
+    building = sim.seed_deployment(mid, "v2", status="BUILDING")
+    validate(building, "DeploymentV1")
+    assert building["autoscaling_settings"] is None
+    sim.seed_environment(
+        mid,
+        "production",
+        current_deployment_id=old["id"],
+        promotion_settings={"ramp_up_while_promoting": True, "rolling_deploy": True},
+    )
+
+    def ok(response: requests.Response, component: str) -> dict:
+        assert response.status_code == 200, response.text
+        body = response.json()
+        validate(body, component)
+        return body
+
+    ok(http.get(f"{v1}/models"), "ModelsV1")
+    ok(http.get(f"{v1}/models", params={"name": "llama"}), "ModelsV1")
+    ok(http.get(f"{v1}/models/{mid}"), "ModelV1")
+    ok(http.get(f"{v1}/models/{mid}/deployments"), "DeploymentsV1")
+    ok(http.get(f"{v1}/models/{mid}/deployments/{old['id']}"), "DeploymentV1")
+    dep_url = f"{v1}/models/{mid}/deployments/{building['id']}"
+    ok(
+        http.patch(f"{dep_url}/autoscaling_settings", json={"max_replica": 3}),
+        "UpdateAutoscalingSettingsResponseV1",
+    )
+    ok(http.post(f"{dep_url}/retry"), "RetryDeploymentResponseV1")
+    ok(http.get(f"{v1}/models/{mid}/environments"), "EnvironmentsV1")
+    ok(
+        http.post(
+            f"{v1}/models/{mid}/environments",
+            json={
+                "name": "staging",
+                "autoscaling_settings": {"min_replica": 1, "max_replica": 2},
+                "promotion_settings": {
+                    "promotion_cleanup_strategy": "DEACTIVATE",
+                    "rolling_deploy_config": {"max_surge_percent": 50},
+                },
+            },
+        ),
+        "EnvironmentV1",
+    )
+    ok(
+        http.patch(
+            f"{v1}/models/{mid}/environments/staging",
+            json={"autoscaling_settings": {"max_replica": 4}},
+        ),
+        "UpdateEnvironmentResponseV1",
+    )
+    clock.advance(60)  # v2 is ACTIVE now; promote it with a ramp-up
+    promoted = ok(
+        http.post(
+            f"{v1}/models/{mid}/environments/production/promote",
+            json={"deployment_id": building["id"]},
+        ),
+        "DeploymentV1",
+    )
+    clock.advance(1)
+    env = ok(http.get(f"{v1}/models/{mid}/environments/production"), "EnvironmentV1")
+    assert env["candidate_deployment"]["id"] == promoted["id"]
+    assert env["in_progress_promotion"]["status"] == "RAMPING_UP"
+    ok(
+        http.post(
+            f"{v1}/models/{mid}/environments/staging/promote", json={"deployment_id": old["id"]}
+        ),
+        "DeploymentV1",
+    )
+    copy = ok(http.get(f"{v1}/models/{mid}/environments/staging"), "EnvironmentV1")
+    assert copy["candidate_deployment"]["name"].startswith("v1.")
+    ok(http.post(f"{dep_url}/deactivate"), "DeactivateResponseV1")
+    ok(http.post(f"{dep_url}/activate"), "ActivateResponseV1")
+    spare = sim.seed_deployment(mid, "spare")
+    ok(http.delete(f"{v1}/models/{mid}/deployments/{spare['id']}"), "DeploymentTombstoneV1")
+    dev = sim.seed_environment(mid, "dev")
+    validate(dev, "EnvironmentV1")
+    ok(http.delete(f"{v1}/models/{mid}/environments/dev"), "EnvironmentTombstoneV1")
+    ok(http.delete(f"{v1}/models/{mid}"), "ModelTombstoneV1")
+
+
+def test_validator_catches_a_wrong_shape(validate) -> None:
+    with pytest.raises(jsonschema.ValidationError):
+        validate({"models": [{"id": "x"}]}, "ModelsV1")
+    with pytest.raises(AssertionError):
+        validate({"success": True, "surprise": 1}, "ActivateResponseV1")
