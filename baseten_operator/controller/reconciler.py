@@ -77,6 +77,11 @@ class BasetenModelReconciler:
             writer.commit()
             raise TerminalError(message)
 
+        if spec.effective_mode != Mode.PAUSE and not has_finalizer(obj):
+            # Step 4 (after step 3's pause): the update brings the object back; nothing else.
+            set_finalizer(self._deps.kube, obj, present=True)
+            return Result()
+
         p = Pass(self._deps, obj, spec, writer)
         try:
             self._run(p)
@@ -93,9 +98,6 @@ class BasetenModelReconciler:
     def _run(self, p: Pass) -> NoReturn:
         if p.spec.effective_mode == Mode.PAUSE:  # step 3
             _pause(p)
-        if not has_finalizer(p.obj):  # step 4: the update brings the object back
-            set_finalizer(self._deps.kube, p.obj, present=True)
-            raise Requeue()
         if p.spec.effective_mode == Mode.OBSERVE:  # step 5
             observe(p)
         try:

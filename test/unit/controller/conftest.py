@@ -1,0 +1,500 @@
+"""Fakes for the reconciler's unit tests: Baseten, the kube API + informer cache, a pusher.
+
+Everything is reached through the `h` fixture (a Harness): test modules cannot import
+each other or this file.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from baseten_operator.api.constants import FINALIZER
+from baseten_operator.baseten.errors import AmbiguousModelName, BasetenAPIError
+from baseten_operator.baseten.models import (
+    AutoscalingSettingsV1,
+    DeploymentV1,
+    EnvironmentV1,
+    ModelV1,
+    PromotionSettingsV1,
+    RetryResult,
+)
+from baseten_operator.controller.context import Dependencies
+from baseten_operator.controller.reconciler import BasetenModelReconciler
+from baseten_operator.controller.timing import Timing
+from baseten_operator.runtime.client import Conflict, NotFound
+from baseten_operator.runtime.clock import FakeClock
+from baseten_operator.runtime.controller import Request, Result
+from baseten_operator.runtime.recorder import FakeRecorder
+from baseten_operator.truss.pusher import PushOutcome, PushRequest
+
+NAMESPACE = "default"
+NAME = "my-model"
+START = 1_767_225_600.0  # 2026-01-01T00:00:00Z
+
+
+def not_found(what: str = "not found") -> BasetenAPIError:
+    return BasetenAPIError(404, what)
+
+
+class FakeBaseten:
+    """In-memory Baseten: records every call, errors injectable per method."""
+
+    READS = frozenset(
+        {
+            "find_model",
+            "list_models",
+            "get_environment",
+            "list_environments",
+            "list_deployments",
+            "find_deployment",
+            "get_deployment",
+        }
+    )
+
+    def __init__(self) -> None:
+        self.models: dict[str, ModelV1] = {}
+        self.deployments: dict[str, list[DeploymentV1]] = {}
+        self.environments: dict[tuple[str, str], EnvironmentV1] = {}
+        self.calls: list[tuple[str, tuple[Any, ...]]] = []
+        self.errors: dict[str, list[BasetenAPIError]] = {}
+        self.retry_result: RetryResult | None = None
+        self.promote_result: DeploymentV1 | None = None
+        self.ambiguous: list[str] | None = None
+        self._ids = itertools.count(1)
+
+    # --- test setup ----------------------------------------------------------------------
+
+    def fail(self, method: str, error: BasetenAPIError, times: int = 1) -> None:
+        self.errors.setdefault(method, []).extend([error] * times)
+
+    def add_model(self, name: str = "my-llm", model_id: str = "m1") -> str:
+        self.models[model_id] = ModelV1(id=model_id, name=name)
+        self.deployments.setdefault(model_id, [])
+        return model_id
+
+    def add_deployment(
+        self, model_id: str = "m1", name: str = "src", **fields: Any
+    ) -> DeploymentV1:
+        fields.setdefault("id", f"d{next(self._ids)}")
+        fields.setdefault("status", "ACTIVE")
+        deployment = DeploymentV1(name=name, model_id=model_id, **fields)
+        self.deployments.setdefault(model_id, []).append(deployment)
+        return deployment
+
+    def add_environment(
+        self,
+        model_id: str = "m1",
+        name: str = "production",
+        *,
+        current: DeploymentV1 | None = None,
+        candidate: DeploymentV1 | None = None,
+        autoscaling: dict[str, Any] | None = None,
+        promotion: dict[str, Any] | None = None,
+    ) -> EnvironmentV1:
+        env = EnvironmentV1(
+            name=name,
+            model_id=model_id,
+            current_deployment=current,
+            candidate_deployment=candidate,
+            autoscaling_settings=AutoscalingSettingsV1(**autoscaling) if autoscaling else None,
+            promotion_settings=PromotionSettingsV1(**promotion) if promotion else None,
+        )
+        self.environments[(model_id, name)] = env
+        return env
+
+    @property
+    def writes(self) -> list[tuple[str, tuple[Any, ...]]]:
+        return [call for call in self.calls if call[0] not in self.READS]
+
+    def called(self, method: str) -> list[tuple[Any, ...]]:
+        return [args for name, args in self.calls if name == method]
+
+    # --- the BasetenClient API -------------------------------------------------------------
+
+    def _enter(self, method: str, *args: Any) -> None:
+        self.calls.append((method, args))
+        queued = self.errors.get(method)
+        if queued:
+            raise queued.pop(0)
+
+    def _model(self, model_id: str) -> None:
+        if model_id not in self.models:
+            raise not_found(f"model {model_id} not found")
+
+    def find_model(self, name: str) -> ModelV1 | None:
+        self._enter("find_model", name)
+        if self.ambiguous:
+            raise AmbiguousModelName(name, self.ambiguous)
+        return next((m for m in self.models.values() if m.name == name), None)
+
+    def delete_model(self, model_id: str) -> None:
+        self._enter("delete_model", model_id)
+        self._model(model_id)
+        del self.models[model_id]
+
+    def list_deployments(self, model_id: str, name: str | None = None) -> list[DeploymentV1]:
+        self._enter("list_deployments", model_id)
+        self._model(model_id)
+        return [d for d in self.deployments[model_id] if name is None or d.name == name]
+
+    def find_deployment(self, model_id: str, name: str) -> DeploymentV1 | None:
+        self._enter("find_deployment", model_id, name)
+        self._model(model_id)
+        return next((d for d in self.deployments[model_id] if d.name == name), None)
+
+    def get_deployment(self, model_id: str, deployment_id: str) -> DeploymentV1:
+        self._enter("get_deployment", model_id, deployment_id)
+        self._model(model_id)
+        for deployment in self.deployments[model_id]:
+            if deployment.id == deployment_id:
+                return deployment
+        raise not_found(f"deployment {deployment_id} not found")
+
+    def delete_deployment(self, model_id: str, deployment_id: str) -> None:
+        self._enter("delete_deployment", model_id, deployment_id)
+
+    def activate_deployment(self, model_id: str, deployment_id: str) -> None:
+        self._enter("activate_deployment", model_id, deployment_id)
+        self._model(model_id)
+
+    def retry_deployment(self, model_id: str, deployment_id: str) -> RetryResult:
+        self._enter("retry_deployment", model_id, deployment_id)
+        return self.retry_result or RetryResult(retried=True)
+
+    def update_deployment_autoscaling(
+        self, model_id: str, deployment_id: str, settings: dict[str, Any]
+    ) -> None:
+        self._enter("update_deployment_autoscaling", model_id, deployment_id, dict(settings))
+
+    def list_environments(self, model_id: str) -> list[EnvironmentV1]:
+        self._enter("list_environments", model_id)
+        self._model(model_id)
+        return [e for (mid, _), e in self.environments.items() if mid == model_id]
+
+    def get_environment(self, model_id: str, env_name: str) -> EnvironmentV1:
+        self._enter("get_environment", model_id, env_name)
+        try:
+            return self.environments[(model_id, env_name)]
+        except KeyError:
+            raise not_found(f"environment {env_name} not found") from None
+
+    def create_environment(
+        self,
+        model_id: str,
+        name: str,
+        autoscaling_settings: dict[str, Any] | None,
+        promotion_settings: dict[str, Any] | None,
+    ) -> EnvironmentV1:
+        self._enter("create_environment", model_id, name, autoscaling_settings, promotion_settings)
+        self._model(model_id)
+        return self.add_environment(model_id, name)
+
+    def update_environment(
+        self,
+        model_id: str,
+        env_name: str,
+        autoscaling_settings: dict[str, Any] | None,
+        promotion_settings: dict[str, Any] | None,
+    ) -> None:
+        self._enter(
+            "update_environment", model_id, env_name, autoscaling_settings, promotion_settings
+        )
+        self._model(model_id)
+
+    def promote(
+        self,
+        model_id: str,
+        env_name: str,
+        deployment_id: str,
+        *,
+        scale_down_previous_deployment: bool = True,
+        preserve_env_instance_type: bool = True,
+    ) -> DeploymentV1:
+        self._enter(
+            "promote",
+            model_id,
+            env_name,
+            deployment_id,
+            scale_down_previous_deployment,
+            preserve_env_instance_type,
+        )
+        self._model(model_id)
+        if self.promote_result is not None:
+            return self.promote_result
+        source = self.get_deployment(model_id, deployment_id)
+        return source.model_copy(update={"status": "BUILDING"})
+
+
+class FakeKube:
+    """The API server's copy of BasetenModels: optimistic concurrency on resourceVersion."""
+
+    def __init__(self) -> None:
+        self.objects: dict[tuple[str, str], dict[str, Any]] = {}
+        self.status_writes: list[dict[str, Any]] = []
+        self.patches: list[dict[str, Any]] = []
+        self.conflicts = 0  # the next N status writes answer 409
+        self._version = itertools.count(100)
+
+    def put(self, obj: dict[str, Any]) -> dict[str, Any]:
+        obj = copy.deepcopy(obj)
+        obj["metadata"]["resourceVersion"] = str(next(self._version))
+        meta = obj["metadata"]
+        self.objects[(meta["namespace"], meta["name"])] = obj
+        return copy.deepcopy(obj)
+
+    def _stored(self, namespace: str, name: str) -> dict[str, Any]:
+        try:
+            return self.objects[(namespace, name)]
+        except KeyError:
+            raise NotFound(404, "NotFound", f"{name} not found") from None
+
+    def get(self, res: Any, name: str, namespace: str | None = None) -> dict[str, Any]:
+        return copy.deepcopy(self._stored(namespace or "", name))
+
+    def update_status(self, res: Any, body: dict[str, Any]) -> dict[str, Any]:
+        meta = body["metadata"]
+        stored = self._stored(meta["namespace"], meta["name"])
+        if self.conflicts:
+            self.conflicts -= 1
+            raise Conflict(409, "Conflict", "the object has been modified")
+        if meta.get("resourceVersion") != stored["metadata"]["resourceVersion"]:
+            raise Conflict(409, "Conflict", "the object has been modified")
+        self.status_writes.append(copy.deepcopy(body["status"]))
+        updated = copy.deepcopy(stored)
+        updated["status"] = copy.deepcopy(body["status"])
+        return self.put(updated)
+
+    def patch(
+        self, res: Any, name: str, body: dict[str, Any], namespace: str | None = None, **_: Any
+    ) -> dict[str, Any]:
+        stored = self._stored(namespace or "", name)
+        wanted = body["metadata"].get("resourceVersion")
+        if wanted and wanted != stored["metadata"]["resourceVersion"]:
+            raise Conflict(409, "Conflict", "the object has been modified")
+        self.patches.append(copy.deepcopy(body))
+        updated = copy.deepcopy(stored)
+        updated["metadata"]["finalizers"] = body["metadata"]["finalizers"]
+        if not updated["metadata"]["finalizers"] and updated["metadata"].get("deletionTimestamp"):
+            del self.objects[(namespace or "", name)]
+            return updated
+        return self.put(updated)
+
+
+class Cache:
+    """An always-synced informer over FakeKube."""
+
+    def __init__(self, kube: FakeKube) -> None:
+        self._kube = kube
+
+    def get(self, namespace: str | None, name: str) -> dict[str, Any] | None:
+        return self._kube.objects.get((namespace or "", name))
+
+
+class ConfigMaps:
+    def __init__(self) -> None:
+        self.items: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def add(self, name: str, data: dict[str, str], namespace: str = NAMESPACE) -> None:
+        self.items[(namespace, name)] = {
+            "metadata": {"name": name, "namespace": namespace},
+            "data": data,
+        }
+
+    def get(self, namespace: str | None, name: str) -> dict[str, Any] | None:
+        return self.items.get((namespace or "", name))
+
+
+class FakePusher:
+    def __init__(self) -> None:
+        self.capacity = True
+        self.accept = True
+        self.launched: list[PushRequest] = []
+        self.running: set[str] = set()
+        self.outcomes: dict[str, PushOutcome] = {}
+
+    def has_capacity(self) -> bool:
+        return self.capacity
+
+    def in_flight(self, deployment_name: str) -> bool:
+        return deployment_name in self.running
+
+    def launch(self, req: PushRequest) -> bool:
+        if not self.accept:
+            return False
+        self.launched.append(req)
+        self.running.add(req.deployment_name)
+        return True
+
+    def take_outcome(self, key: str) -> PushOutcome | None:
+        return self.outcomes.pop(key, None)
+
+    def finish(
+        self,
+        key: str,
+        name: str,
+        *,
+        error: str | None = None,
+        model_id: str | None = None,
+    ) -> None:
+        self.running.discard(name)
+        self.outcomes[key] = PushOutcome(
+            key=key,
+            deployment_name=name,
+            succeeded=error is None,
+            error=error,
+            model_id=model_id,
+            deployment_id=None,
+            duration=1.0,
+        )
+
+
+def iso(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass
+class Harness:
+    baseten: FakeBaseten = field(default_factory=FakeBaseten)
+    kube: FakeKube = field(default_factory=FakeKube)
+    recorder: FakeRecorder = field(default_factory=FakeRecorder)
+    clock: FakeClock = field(default_factory=lambda: FakeClock(START))
+    configmaps: ConfigMaps = field(default_factory=ConfigMaps)
+    pusher: FakePusher = field(default_factory=FakePusher)
+    timing: Timing = field(default_factory=Timing)
+    siblings: list[dict[str, Any]] = field(default_factory=list)
+    jitter: float = 0.0
+    # What the last pass did.
+    writes: int = 0
+    events: list[tuple[str, str, str]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.reconciler = self.make_reconciler()
+
+    def make_reconciler(self) -> BasetenModelReconciler:
+        deps = Dependencies(
+            kube=self.kube,
+            baseten=self.baseten,
+            recorder=self.recorder,
+            clock=self.clock,
+            timing=self.timing,
+            models=Cache(self.kube),
+            configmaps=self.configmaps,
+            siblings=lambda name: [
+                s for s in self.siblings if (s.get("spec") or {}).get("modelName") == name
+            ],
+            pusher=self.pusher,
+            random=lambda: self.jitter,
+        )
+        return BasetenModelReconciler(deps)
+
+    # --- objects ---------------------------------------------------------------------------
+
+    def create(
+        self,
+        spec: dict[str, Any] | None = None,
+        *,
+        status: dict[str, Any] | None = None,
+        finalizer: bool = True,
+        name: str = NAME,
+        generation: int = 1,
+        **spec_fields: Any,
+    ) -> dict[str, Any]:
+        body = (
+            spec
+            if spec is not None
+            else {
+                "modelName": "my-llm",
+                "sourceDeploymentName": "src",
+                "environment": {"name": "production"},
+            }
+        )
+        body = {**copy.deepcopy(body), **spec_fields}
+        obj = {
+            "apiVersion": "models.baseten.com/v1alpha1",
+            "kind": "BasetenModel",
+            "metadata": {
+                "name": name,
+                "namespace": NAMESPACE,
+                "generation": generation,
+                "uid": f"uid-{name}",
+                "finalizers": [FINALIZER] if finalizer else [],
+            },
+            "spec": body,
+        }
+        if status is not None:
+            obj["status"] = status
+        return self.kube.put(obj)
+
+    def edit(self, change: Callable[[dict[str, Any]], None], name: str = NAME) -> None:
+        obj = self.kube.get(None, name, NAMESPACE)
+        change(obj)
+        self.kube.objects[(NAMESPACE, name)] = obj
+
+    def obj(self, name: str = NAME) -> dict[str, Any]:
+        return self.kube.get(None, name, NAMESPACE)
+
+    def status(self, name: str = NAME) -> dict[str, Any]:
+        return self.obj(name).get("status") or {}
+
+    def message(self) -> str:
+        return str(self.status().get("message"))
+
+    def word(self) -> str:
+        return str(self.status().get("deploymentStatus"))
+
+    # --- passes ----------------------------------------------------------------------------
+
+    def run(self, name: str = NAME) -> Result:
+        """One pass; `writes` and `events` then describe what it did."""
+        writes_before = len(self.kube.status_writes)
+        events_before = len(self.recorder.events)
+        try:
+            return self.reconciler.reconcile(Request(NAMESPACE, name))
+        finally:
+            self.writes = len(self.kube.status_writes) - writes_before
+            self.events = self.recorder.events[events_before:]
+
+    def reasons(self) -> list[str]:
+        return [reason for _, reason, _ in self.events]
+
+    def event(self, reason: str) -> tuple[str, str]:
+        """(type, message) of the last pass's only event with `reason`."""
+        matches = [(t, m) for t, r, m in self.events if r == reason]
+        assert len(matches) == 1, self.events
+        return matches[0]
+
+    # --- Baseten shorthands --------------------------------------------------------------
+
+    def steady_world(
+        self,
+        *,
+        status: str = "ACTIVE",
+        replicas: int = 3,
+        autoscaling: dict[str, Any] | None = None,
+        name: str = "src",
+    ) -> DeploymentV1:
+        self.baseten.add_model()
+        current = self.baseten.add_deployment(
+            name=name, status=status, active_replica_count=replicas, environment="production"
+        )
+        self.baseten.add_environment(
+            current=current, autoscaling=autoscaling or {"min_replica": 1, "max_replica": 5}
+        )
+        return current
+
+
+@pytest.fixture
+def h() -> Harness:
+    return Harness()
+
+
+@pytest.fixture
+def iso_time() -> Callable[[float], str]:
+    return iso
