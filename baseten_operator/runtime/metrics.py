@@ -251,6 +251,14 @@ ORPHANS_DELETED = Counter(
     registry=REGISTRY,
 )
 
+ORPHANS_HOLDING_REPLICAS = Gauge(
+    "baseten_orphan_deployments_holding_replicas",
+    "Orphan deployments of the BasetenModel's model that still keep min_replica above 0 or "
+    "active replicas, as of its last cleanup pass.",
+    ["namespace", "name", "model"],
+    registry=REGISTRY,
+)
+
 _MODEL_LABELS = ["namespace", "name", "model", "environment"]
 MODEL_READY = Gauge(
     "baseten_model_ready",
