@@ -1,0 +1,158 @@
+"""Section 3 step 8: the environment, its creation and its drift."""
+
+from __future__ import annotations
+
+import pytest
+
+from baseten_operator.baseten.errors import BasetenAPIError
+
+AUTOSCALING = {"minReplicas": 2, "maxReplicas": 20}
+STEADY = "active: src (3 replicas, min:1 max:5) in production environment"
+
+
+def spec(**environment) -> dict:
+    return {
+        "modelName": "my-llm",
+        "sourceDeploymentName": "src",
+        "environment": {"name": "production", **environment},
+    }
+
+
+def test_missing_environment_is_created_with_spec_settings(h) -> None:
+    h.baseten.add_model()
+    h.create(
+        spec(
+            autoscaling=AUTOSCALING,
+            promotionSettings={"rollingDeploy": True, "scaleDownPreviousDeployment": False},
+        )
+    )
+    result = h.run()
+    assert result.requeue_after == 10
+    assert h.baseten.called("create_environment") == [
+        ("m1", "production", {"min_replica": 2, "max_replica": 20}, {"rolling_deploy": True})
+    ]
+    assert h.word() == "PENDING"
+    assert h.message() == "Created environment production"
+    assert h.event("EnvironmentCreated") == (
+        "Normal",
+        "Created environment production with autoscaling settings",
+    )
+
+
+def test_environment_without_settings_is_created_bare(h) -> None:
+    h.baseten.add_model()
+    h.create()
+    h.run()
+    assert h.baseten.called("create_environment") == [("m1", "production", None, None)]
+
+
+def test_environment_create_failure(h) -> None:
+    h.baseten.add_model()
+    h.create()
+    h.baseten.fail("create_environment", BasetenAPIError(400, "nope"))
+    with pytest.raises(Exception, match="Failed to create environment 'production'"):
+        h.run()
+    assert h.word() == "FAILED"
+    assert h.message() == "Failed to create environment 'production': HTTP 400: nope"
+    assert h.event("EnvironmentCreateFailed") == (
+        "Warning",
+        "Failed to create environment 'production': HTTP 400: nope",
+    )
+
+
+def test_environment_get_error(h) -> None:
+    h.baseten.add_model()
+    h.create()
+    h.baseten.fail("get_environment", BasetenAPIError(503, "unavailable"))
+    with pytest.raises(Exception, match="Failed to get environment"):
+        h.run()
+    assert h.word() == "FAILED"
+    assert h.message() == "Failed to get environment 'production': HTTP 503: unavailable"
+    assert h.baseten.writes == []
+
+
+def test_single_autoscaling_drift(h) -> None:
+    h.steady_world(autoscaling={"min_replica": 1, "max_replica": 5})
+    h.create(spec(autoscaling={"minReplicas": 2, "maxReplicas": 5}))
+    result = h.run()
+    assert result.requeue_after == 10
+    assert h.baseten.called("update_environment") == [
+        ("m1", "production", {"min_replica": 2, "max_replica": 5}, None)
+    ]
+    assert h.event("AutoscalingUpdated") == ("Normal", "updating autoscaling: minReplicas 1→2")
+    assert h.word() == "PENDING"
+    assert h.message() == f"{STEADY} | updating settings: minReplicas 1→2"
+
+
+def test_both_groups_drift_in_one_patch(h) -> None:
+    h.steady_world(autoscaling={"min_replica": 1, "max_replica": 5})
+    h.create(
+        spec(
+            autoscaling={"minReplicas": 2, "maxReplicas": 6},
+            promotionSettings={"rollingDeploy": True, "preserveInstanceType": False},
+        )
+    )
+    h.run()
+    assert h.baseten.called("update_environment") == [
+        (
+            "m1",
+            "production",
+            {"min_replica": 2, "max_replica": 6},
+            {"rolling_deploy": True},
+        )
+    ]
+    assert h.event("AutoscalingUpdated") == ("Normal", "updating autoscaling: 2 changes")
+    assert h.event("PromotionSettingsUpdated") == (
+        "Normal",
+        "updating promotion settings: rollingDeploy false→true",
+    )
+    assert h.message() == f"{STEADY} | updating settings: 3 changes"
+
+
+def test_drift_without_current_deployment_has_no_steady_prefix(h) -> None:
+    h.baseten.add_model()
+    h.baseten.add_environment(autoscaling={"min_replica": 0})
+    h.create(spec(autoscaling={"minReplicas": 1}))
+    h.run()
+    assert h.message() == "updating settings: minReplicas 0→1"
+
+
+def test_promote_time_flags_are_never_drift(h) -> None:
+    h.steady_world()
+    h.create(
+        spec(
+            promotionSettings={"scaleDownPreviousDeployment": False, "preserveInstanceType": False}
+        )
+    )
+    h.run()
+    assert h.baseten.called("update_environment") == []
+    assert h.word() == "ACTIVE"
+
+
+def test_drift_update_failure(h) -> None:
+    h.steady_world(autoscaling={"min_replica": 1, "max_replica": 5})
+    h.create(spec(autoscaling={"minReplicas": 2}, promotionSettings={"rollingDeploy": True}))
+    h.baseten.fail("update_environment", BasetenAPIError(500, "boom"))
+    with pytest.raises(Exception, match="failed to update settings"):
+        h.run()
+    assert h.word() == "FAILED"
+    assert h.message() == f"{STEADY} | failed to update settings for production: HTTP 500: boom"
+    assert h.event("AutoscalingUpdateFailed") == (
+        "Warning",
+        "Failed to update autoscaling for production: HTTP 500: boom",
+    )
+    assert h.event("PromotionSettingsUpdateFailed") == (
+        "Warning",
+        "Failed to update promotion settings for production: HTTP 500: boom",
+    )
+
+
+def test_drift_counts_in_metrics(h) -> None:
+    from baseten_operator.runtime import metrics
+
+    counter = metrics.DRIFT_CORRECTIONS.labels(group="autoscaling")
+    before = counter._value.get()
+    h.steady_world(autoscaling={"min_replica": 1, "max_replica": 5})
+    h.create(spec(autoscaling={"minReplicas": 2}))
+    h.run()
+    assert counter._value.get() == before + 1
