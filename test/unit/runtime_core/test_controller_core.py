@@ -318,3 +318,41 @@ def test_stop_gives_up_on_a_stuck_pass_after_the_drain_timeout(
     wait_until(lambda: clock.advance(1) or not stopper.is_alive(), what="stop to give up")
     release.set()
     assert outcome == [False]
+
+
+def test_workers_run_in_parallel_but_never_on_the_same_key(
+    make_controller: Any, wait_until: WaitUntil, sample: Sample, unique_name: str
+) -> None:
+    in_flight: set[str] = set()
+    overlaps: list[str] = []
+    peak = [0]
+    lock = threading.Lock()
+    both_running = threading.Barrier(2, timeout=5)
+
+    class Tracking(ScriptedReconciler):
+        def reconcile(self, request: Request) -> Result:
+            with lock:
+                if str(request) in in_flight:
+                    overlaps.append(str(request))
+                in_flight.add(str(request))
+                peak[0] = max(peak[0], len(in_flight))
+            if request.name in ("first", "second"):
+                both_running.wait()  # proves two passes run at the same time
+            with lock:
+                in_flight.discard(str(request))
+            return super().reconcile(request)
+
+    reconciler = Tracking()
+    controller, informer = make_controller(reconciler, workers=4)
+    controller.start()
+    controller.enqueue(Request("ns", "first"))
+    controller.enqueue(Request("ns", "second"))
+    for _ in range(50):
+        for key in range(8):
+            model = {"metadata": {"name": f"m{key}", "namespace": "ns"}}
+            informer.fire_update(model, model)
+    wait_until(lambda: all(reconciler.count(f"ns/m{key}") >= 1 for key in range(8)))
+    wait_until(lambda: sample("controller_runtime_active_workers", controller=unique_name) == 0)
+    assert not overlaps
+    assert peak[0] >= 2
+    assert reconciler.count("ns/first") == reconciler.count("ns/second") == 1
