@@ -1,0 +1,191 @@
+"""Section 5: trussConfig sources, as far as the reconciler drives the pusher."""
+
+from __future__ import annotations
+
+import pytest
+
+from baseten_operator.baseten.errors import BasetenAPIError
+
+SCRIPT = (
+    "#!/bin/bash\nset -e\npip install -r /app/data/requirements.txt && echo ready > /tmp/ready\n"
+)
+TRUSS = {
+    "resources": {"accelerator": "H100:1"},
+    "baseImage": {"image": "us-docker.pkg.dev/my-project/my-repo/vllm:0.16.0"},
+    "dockerServer": {"predictEndpoint": "/v1/completions", "serverPort": 8000},
+    "setupScript": {"configMapRef": {"name": "my-model-setup", "key": "setup.sh"}},
+}
+NAME = "depl-vllm-0.16.0-e92a0daf"  # reference/hash-compat.md vector 1
+KEY = "default/my-model"
+
+
+def truss_spec() -> dict:
+    return {"modelName": "my-llm", "trussConfig": TRUSS, "environment": {"name": "production"}}
+
+
+@pytest.fixture
+def t(h):
+    h.configmaps.add("my-model-setup", {"setup.sh": SCRIPT})
+    h.create(truss_spec())
+    return h
+
+
+def test_new_model_is_pushed_with_the_go_compatible_name(t) -> None:
+    assert t.run().requeue_after == 10
+    (request,) = t.pusher.launched
+    assert request.deployment_name == NAME
+    assert request.key == KEY
+    assert request.model_name == "my-llm"
+    assert request.model_id is None
+    assert request.setup_script == SCRIPT
+    assert request.truss_config == TRUSS
+    assert t.word() == "DEPLOYING"
+    assert t.message() == f"truss push started for {NAME}"
+    assert t.event("TrussPushStarted") == (
+        "Normal",
+        f"Creating model 'my-llm' and deployment '{NAME}' via truss push",
+    )
+    status = t.status()
+    assert status["trussPushStatus"] == "TRUSS_PUSHING"
+    assert status["trussConfigHash"] == "e92a0daf"
+    assert status["sourceDeploymentName"] == NAME
+    assert status["trussPushTime"] == "2026-01-01T00:00:00Z"
+    # persisted before the launch; nothing more to write afterwards
+    assert t.kube.status_writes[0]["trussPushStatus"] == "TRUSS_PUSHING"
+
+
+def test_existing_model_push_names_only_the_deployment(t) -> None:
+    t.baseten.add_model()
+    t.run()
+    assert t.pusher.launched[0].model_id == "m1"
+    assert t.event("TrussPushStarted")[1] == f"Creating deployment '{NAME}' via truss push"
+
+
+def test_push_in_progress(t) -> None:
+    t.run()
+    t.clock.advance(60)
+    assert t.run().requeue_after == 10
+    assert t.message() == f"truss push in progress for {NAME}"
+    assert len(t.pusher.launched) == 1
+
+
+def test_stale_push_is_pushed_again(t) -> None:
+    t.run()
+    t.pusher.running.clear()  # the process that pushed died
+    t.clock.advance(301)
+    t.run()
+    assert t.event("TrussPushFailed") == (
+        "Warning",
+        f"Truss push for '{NAME}' timed out after 5m1s, retrying",
+    )
+    assert len(t.pusher.launched) == 2
+
+
+def test_push_success_records_model_and_done(t) -> None:
+    t.run()
+    t.pusher.finish(KEY, NAME, model_id="m1")
+    t.baseten.add_model()
+    t.baseten.add_deployment(name=NAME, status="BUILDING")
+    t.run()
+    assert t.event("TrussPushCompleted") == (
+        "Normal",
+        f"Deployment '{NAME}' created successfully via truss push",
+    )
+    status = t.status()
+    assert status["trussPushStatus"] == "TRUSS_PUSH_DONE"
+    assert status["modelID"] == "m1"
+    # then on: environment created, as for any source
+    assert t.message() == "Created environment production"
+
+
+def test_push_failure_backs_off(t) -> None:
+    t.run()
+    t.pusher.finish(KEY, NAME, error="build rejected")
+    assert t.run().requeue_after == 120
+    assert t.word() == "FAILED"
+    assert t.message() == f"truss push failed for {NAME}: build rejected"
+    assert t.event("TrussPushFailed") == (
+        "Warning",
+        f"Truss push for '{NAME}' failed: build rejected",
+    )
+    t.clock.advance(60)
+    assert t.run().requeue_after == 60
+    assert len(t.pusher.launched) == 1
+    t.clock.advance(60)
+    t.run()
+    assert len(t.pusher.launched) == 2
+
+
+def test_known_deployment_is_not_pushed_again(t) -> None:
+    t.baseten.add_model()
+    t.baseten.add_deployment(name=NAME)
+    t.run()
+    assert t.pusher.launched == []
+    assert t.status()["trussPushStatus"] == "TRUSS_PUSH_DONE"
+    t.run()
+    # cached: no second lookup of the deployment by name for the source
+    assert t.baseten.called("find_deployment").count(("m1", NAME)) == 2  # source validation only
+
+
+def test_deployment_check_error(t) -> None:
+    t.baseten.add_model()
+    t.baseten.fail("find_deployment", BasetenAPIError(500, "boom"))
+    assert t.run().requeue_after == 30
+    assert t.word() == "PENDING"
+    assert t.message() == f"unable to check deployment {NAME}: HTTP 500: boom"
+
+
+def test_no_push_capacity(t) -> None:
+    t.pusher.capacity = False
+    assert t.run().requeue_after == 10
+    assert t.word() == "PENDING"
+    assert t.message() == f"waiting for push capacity for {NAME}"
+    assert t.pusher.launched == []
+
+
+def test_same_name_pushed_by_another_cr_is_waited_for(t) -> None:
+    t.pusher.running.add(NAME)
+    t.run()
+    assert t.message() == f"truss push in progress for {NAME}"
+    assert t.pusher.launched == []
+
+
+def test_missing_configmap(h) -> None:
+    h.create(truss_spec(), status={"activeDeploymentName": "old"})
+    with pytest.raises(Exception, match="not found"):
+        h.run()
+    assert h.word() == "FAILED"
+    assert h.message() == "active: old | truss push failed: ConfigMap 'my-model-setup' not found"
+    assert h.event("SetupScriptNotFound")[0] == "Warning"
+
+
+def test_missing_configmap_key(h) -> None:
+    h.configmaps.add("my-model-setup", {"other.sh": ""})
+    h.create(truss_spec())
+    with pytest.raises(Exception, match="not found"):
+        h.run()
+    assert h.message() == (
+        "truss push failed: key 'setup.sh' not found in ConfigMap 'my-model-setup'"
+    )
+
+
+def test_inline_script_changes_the_name(h) -> None:
+    spec = truss_spec()
+    spec["trussConfig"] = {**TRUSS, "setupScript": {"inline": "echo hi"}}
+    h.create(spec)
+    h.run()
+    assert h.pusher.launched[0].setup_script == "echo hi"
+    assert h.pusher.launched[0].deployment_name.startswith("depl-vllm-0.16.0-")
+    assert h.pusher.launched[0].deployment_name != NAME
+
+
+def test_setup_configmap_index_and_mapping() -> None:
+    from baseten_operator.controller.setup import model_name_index, setup_configmap_index
+
+    obj = {
+        "metadata": {"namespace": "ns", "name": "a"},
+        "spec": {"modelName": "m", "trussConfig": TRUSS},
+    }
+    assert setup_configmap_index(obj) == ["ns/my-model-setup"]
+    assert model_name_index(obj) == ["m"]
+    assert setup_configmap_index({"metadata": {"namespace": "ns"}, "spec": {}}) == []
