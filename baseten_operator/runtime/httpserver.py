@@ -18,9 +18,10 @@ import structlog
 
 _log = structlog.get_logger(__name__)
 
-# An address with an empty host (":8080") binds loopback: exposing an endpoint on every
-# interface must be asked for explicitly ("0.0.0.0:8080", as the in-cluster manifest does).
-DEFAULT_HOST = "127.0.0.1"
+# An address with an empty host (":8080") binds every interface, as the Go operator's
+# flags of the same names do: in a pod, the kubelet's probes and Prometheus come from
+# outside. Tests and the sandbox pass "127.0.0.1:0" explicitly.
+DEFAULT_HOST = "0.0.0.0"
 DISABLED = "0"
 
 
@@ -36,7 +37,7 @@ Handler = Callable[[str, Query], Response]  # (path, query) -> response
 
 
 def parse_bind_address(address: str) -> tuple[str, int] | None:
-    """ "host:port" -> (host, port); ":port" -> loopback; "0" -> None (disabled)."""
+    """ "host:port" -> (host, port); ":port" -> every interface; "0" -> None (disabled)."""
     if address == DISABLED:
         return None
     host, sep, port = address.rpartition(":")
