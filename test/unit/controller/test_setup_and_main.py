@@ -1,0 +1,117 @@
+"""Wiring: indexes, the ConfigMap watch, the push relay, and run_operator's config errors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from baseten_operator.config import OperatorOptions
+from baseten_operator.controller.setup import (
+    MODEL_NAME_INDEX,
+    SETUP_CONFIGMAP_INDEX,
+    PushOutcomeRelay,
+    build_controller,
+)
+from baseten_operator.controller.timing import Timing
+from baseten_operator.main import remote_url, run_operator
+from baseten_operator.runtime.clock import FakeClock
+from baseten_operator.runtime.controller import Request
+from baseten_operator.runtime.recorder import FakeRecorder
+from baseten_operator.truss.pusher import PushOutcome
+
+
+class FakeInformer:
+    def __init__(self, objects: list[dict[str, Any]] | None = None) -> None:
+        self.objects = objects or []
+        self.indexers: dict[str, Any] = {}
+        self.handlers: list[dict[str, Any]] = []
+
+    def add_indexer(self, name: str, fn: Any) -> None:
+        self.indexers[name] = fn
+
+    def add_event_handler(self, on_add=None, on_update=None, on_delete=None) -> None:
+        self.handlers.append({"add": on_add, "update": on_update, "delete": on_delete})
+
+    def has_synced(self) -> bool:
+        return True
+
+    def get(self, namespace: str | None, name: str) -> dict[str, Any] | None:
+        return None
+
+    def by_index(self, index: str, value: str) -> list[dict[str, Any]]:
+        return [o for o in self.objects if value in self.indexers[index](o)]
+
+
+def model(name: str, configmap: str | None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"modelName": "m", "environment": {"name": "p"}}
+    if configmap:
+        spec["trussConfig"] = {"setupScript": {"configMapRef": {"name": configmap, "key": "k"}}}
+    return {"metadata": {"namespace": "ns", "name": name}, "spec": spec}
+
+
+def build(models: FakeInformer, configmaps: FakeInformer):
+    return build_controller(
+        models=models,  # type: ignore[arg-type]
+        configmaps=configmaps,  # type: ignore[arg-type]
+        kube=None,
+        baseten=None,
+        recorder=FakeRecorder(),
+        clock=FakeClock(),
+        timing=Timing(),
+    )
+
+
+def test_configmap_change_enqueues_every_model_using_it() -> None:
+    models = FakeInformer([model("a", "setup"), model("b", "setup"), model("c", "other")])
+    configmaps = FakeInformer()
+    controller = build(models, configmaps)
+    assert set(models.indexers) == {MODEL_NAME_INDEX, SETUP_CONFIGMAP_INDEX}
+    configmaps.handlers[0]["add"]({"metadata": {"namespace": "ns", "name": "setup"}})
+    queued = set()
+    while len(controller.queue):
+        item, _ = controller.queue.get()
+        queued.add(item)
+        controller.queue.done(item)
+    assert queued == {Request("ns", "a"), Request("ns", "b")}
+
+
+def test_push_outcome_relay_enqueues_the_model() -> None:
+    controller = build(FakeInformer(), FakeInformer())
+    relay = PushOutcomeRelay()
+    outcome = PushOutcome("ns/a", "depl-x", True, None, "m1", "d1", 1.0)
+    relay(outcome)  # not attached yet: dropped, not an error
+    relay.attach(controller)
+    relay(outcome)
+    item, _ = controller.queue.get()
+    assert item == Request("ns", "a")
+
+
+def test_remote_url_drops_v1() -> None:
+    assert remote_url("http://127.0.0.1:9000/v1") == "http://127.0.0.1:9000"
+    assert remote_url("https://api.baseten.co/v1/") == "https://api.baseten.co"
+
+
+def test_missing_api_key_exits_2(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    monkeypatch.delenv("BASETEN_API_KEY", raising=False)
+    assert run_operator(OperatorOptions(log_format="console")) == 2
+    assert "BASETEN_API_KEY" in capsys.readouterr().err
+
+
+def test_model_gauges_follow_the_pass(h) -> None:
+    from baseten_operator.runtime import metrics
+
+    h.steady_world()
+    h.create()
+    h.run()
+    labels = {
+        "namespace": "default",
+        "name": "my-model",
+        "model": "my-llm",
+        "environment": "production",
+    }
+    assert metrics.REGISTRY.get_sample_value("baseten_model_ready", labels) == 1
+    assert metrics.REGISTRY.get_sample_value("baseten_model_active_replicas", labels) == 3
+    h.kube.objects.clear()
+    h.run()
+    assert metrics.REGISTRY.get_sample_value("baseten_model_ready", labels) is None
