@@ -13,7 +13,7 @@ import pytest
 import requests
 import yaml
 
-from baseten_operator.sim.baseten import BasetenSimulator
+from baseten_operator.sim.baseten import BasetenSimulator, LifecycleDurations
 
 pytestmark = pytest.mark.integration
 
@@ -53,7 +53,9 @@ print(json.dumps({"model_id": service.model_id, "deployment_id": service.model_v
 
 @pytest.fixture
 def live_sim() -> Iterator[BasetenSimulator]:
-    simulator = BasetenSimulator(API_KEY, time_scale=TIME_SCALE)
+    # No scaling to zero here: ACTIVE must stay observable however slow the machine is.
+    durations = LifecycleDurations(scale_to_zero=1e9)
+    simulator = BasetenSimulator(API_KEY, time_scale=TIME_SCALE, durations=durations)
     simulator.start()
     try:
         yield simulator
@@ -88,11 +90,11 @@ def push(sim: BasetenSimulator, truss_dir: Path, deployment_name: str) -> dict:
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
-def eventually(check: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
+def eventually(check: Callable[[], bool], what: Callable[[], str], timeout: float = 10.0) -> None:
     deadline = time.monotonic() + timeout
     while not check():
         if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
+            pytest.fail(f"timed out waiting for {what()}")
         time.sleep(0.02)
 
 
@@ -115,7 +117,8 @@ def test_truss_push_creates_model_and_deployments(
     assert yaml.safe_load(files["config.yaml"]) == CONFIG
     assert files["data/setup.sh"] == SETUP
     eventually(
-        lambda: http.get(dep_url).json()["status"] == "ACTIVE", "the deployment to be ACTIVE"
+        lambda: http.get(dep_url).json()["status"] == "ACTIVE",
+        lambda: f"the deployment to be ACTIVE: {http.get(dep_url).text}",
     )
 
     # A second push to the same model name adds a deployment to it.

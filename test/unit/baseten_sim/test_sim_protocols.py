@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 import tarfile
 
 import pytest
@@ -11,7 +12,7 @@ from baseten_operator.runtime.clock import FakeClock
 from baseten_operator.sim.baseten.faults import FaultInjector
 from baseten_operator.sim.baseten.graphql import GraphQLError, parse_root_field
 from baseten_operator.sim.baseten.ratelimit import Limit, RateLimiter
-from baseten_operator.sim.baseten.s3 import decode_aws_chunked, unpack_truss
+from baseten_operator.sim.baseten.s3 import S3Store, decode_aws_chunked, unpack_truss
 
 
 def test_parses_truss_mutation_with_literals_and_variables() -> None:
@@ -120,3 +121,19 @@ def test_faults_are_consumed_in_order_and_match_wildcards() -> None:
     assert faults.take(["promote"]) is None
     with pytest.raises(ValueError):
         faults.inject("promote", "explode", 1)
+
+
+def test_s3_multipart_upload_assembles_parts_in_order() -> None:
+    store = S3Store()
+    started = store.handle("POST", "/bucket/models/k.tgz", "uploads", {}, b"")
+    upload_id = re.search(rb"<UploadId>(\w+)</UploadId>", started.body).group(1).decode()  # type: ignore[union-attr]
+    for number, data in ((2, b"world"), (1, b"hello ")):
+        part = store.handle(
+            "PUT", "/bucket/models/k.tgz", f"partNumber={number}&uploadId={upload_id}", {}, data
+        )
+        assert part.status == 200 and part.headers["ETag"].startswith('"')
+    done = store.handle("POST", "/bucket/models/k.tgz", f"uploadId={upload_id}", {}, b"<xml/>")
+    assert done.status == 200
+    assert store.object("models/k.tgz") == b"hello world"
+    unknown = store.handle("PUT", "/bucket/k", "partNumber=1&uploadId=nope", {}, b"x")
+    assert unknown.status == 404
