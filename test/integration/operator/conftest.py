@@ -1,0 +1,24 @@
+"""Fixtures: one running operator (emulator + simulator + the real loop) per test module."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from operator_harness import OperatorHarness, running_operator
+
+
+@pytest.fixture(scope="module")
+def harness(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OperatorHarness]:
+    with running_operator(workdir=tmp_path_factory.mktemp("operator")) as running:
+        yield running
+
+
+@pytest.fixture
+def namespace(harness: OperatorHarness) -> str:
+    return harness.new_namespace()
