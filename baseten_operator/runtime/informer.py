@@ -293,7 +293,9 @@ class Informer:
         self._replace({object_key(item): item for item in items})
         if not self._synced.is_set():
             self._log.info("informer synced", objects=len(items))
-        self._synced.set()
+            self._synced.set()
+            with self._wake:
+                self._wake.notify_all()  # the resync loop starts counting now
 
     def _replace(self, fresh: dict[str, dict[str, Any]]) -> None:
         with self._dispatch_lock:
@@ -373,7 +375,9 @@ class Informer:
 
     def _resync_loop(self) -> None:
         assert self.resync_period is not None
-        self._synced.wait()
+        with self._wake:
+            while not (self._synced.is_set() or self._stopped.is_set()):
+                self._wake.wait()
         while not self._stopped.is_set():
             self._wait(self.resync_period)
             if self._stopped.is_set():

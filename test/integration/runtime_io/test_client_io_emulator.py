@@ -13,6 +13,7 @@ from baseten_operator.runtime.client import (
     CRDS,
     AlreadyExists,
     Conflict,
+    ConnectionFailed,
     Gone,
     NotFound,
     Resource,
@@ -223,3 +224,10 @@ def test_watch_from_compacted_history_raises_gone(
     kube_server.compact()
     with pytest.raises(Gone):
         list(kube.watch(CONFIGMAPS, namespace, resource_version=old, timeout_seconds=5))
+
+
+def test_unreachable_server_raises_connection_failed(kube: Any, kube_server: KubeApiServer) -> None:
+    kube_server.stop()
+    with pytest.raises(ConnectionFailed) as failed:
+        kube.get(CONFIGMAPS, "a", "default")
+    assert failed.value.status == 0

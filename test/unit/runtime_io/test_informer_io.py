@@ -264,3 +264,15 @@ def test_backoff_grows_is_capped_and_resets() -> None:
     assert delays[-1] >= 15.0
     backoff.reset()
     assert backoff.next_delay() <= 0.2
+
+
+def test_stop_before_sync_ends_every_thread(
+    list_watch_client: Any, make_informer: Callable, wait_until: Callable
+) -> None:
+    list_watch_client.list_errors = [ServerError(500, "InternalError", "down")] * 5
+    informer, _ = make_informer(resync_period=60)
+    informer.start()
+    wait_until(lambda: len(list_watch_client.list_calls) == 1)
+    informer.stop(timeout=5)
+    assert not any(thread.is_alive() for thread in informer._threads)
+    assert not informer.has_synced()
