@@ -65,6 +65,20 @@ class _Runnable:
     leader_only: bool
 
 
+SERVICE_ACCOUNT_NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+
+def lease_namespace(configured: str) -> str:
+    """The Lease's namespace: as configured, else the pod's own (controller-runtime's rule)."""
+    if configured:
+        return configured
+    try:
+        with open(SERVICE_ACCOUNT_NAMESPACE_FILE) as file:
+            return file.read().strip() or "default"
+    except OSError:
+        return "default"  # out of cluster
+
+
 def default_identity() -> str:
     return f"{socket.gethostname()}_{uuid.uuid4()}"
 
@@ -145,7 +159,7 @@ class Manager:
             self._elector = LeaderElector(
                 self.client,
                 name=self.options.leader_election_id,
-                namespace=self.options.leader_election_namespace,
+                namespace=lease_namespace(self.options.leader_election_namespace),
                 identity=self.identity,
                 lease_duration=self.options.lease_duration,
                 renew_deadline=self.options.renew_deadline,
