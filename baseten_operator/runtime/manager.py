@@ -92,6 +92,10 @@ class Manager:
         clock: Clock | None = None,
         identity: str | None = None,
     ) -> None:
+        """`clock` times the Kubernetes-facing waits (backoff, lease renewals) and the drain.
+
+        Leave it None outside tests: Kubernetes time is real, never scaled by --time-scale.
+        """
         self.client = client
         self.options = options
         self.identity = identity or default_identity()
