@@ -1,0 +1,140 @@
+"""The ready-made commands the interactive sandbox prints: kubectl and curl, copy-paste ready.
+
+Each play is one story from the README (drift, a failed build, a TTL deactivation,
+pause, observe, a guarded deletion) told with the tools a person has: kubectl against
+the emulator, curl against the Baseten simulator's `/_sim/` control API.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import dataclass
+from typing import Any
+
+from baseten_operator.sandbox.seed import NEXT_CI_DEPLOYMENT, PRODUCTION
+
+COMMAND_PREFIX = "  $ "
+PRODUCTION_CR = "my-llm-model-production"
+STAGING_CR = "my-llm-model-staging"
+GUARDED_CR = "my-vllm-model-production"
+# Click-ops values: what "someone in the Baseten UI" sets; the samples ask for 2.
+DRIFT_MIN_REPLICAS = 5
+DESIRED_MIN_REPLICAS = 2
+
+
+@dataclass(frozen=True)
+class PlaybookIds:
+    llm_model_id: str
+    vllm_model_id: str
+    staging_deployment_id: str
+
+
+@dataclass(frozen=True)
+class Play:
+    title: str
+    note: str
+    commands: tuple[str, ...]
+
+
+def sim_call(sim_url: str, operation: str, arguments: dict[str, Any]) -> str:
+    """A curl POST to the simulator's control API that fails loudly on an HTTP error."""
+    body = json.dumps(arguments, separators=(",", ":"))
+    return (
+        f"curl -sS --fail-with-body -X POST {sim_url}/_sim/{operation} "
+        f"-H 'Content-Type: application/json' -d {shlex.quote(body)}"
+    )
+
+
+def set_mode(name: str, mode: str) -> str:
+    patch = json.dumps({"spec": {"mode": mode}}, separators=(",", ":"))
+    return f"kubectl patch bm {name} --type merge -p {shlex.quote(patch)}"
+
+
+def ui_min_replicas(sim_url: str, model_id: str, minimum: int) -> str:
+    return sim_call(
+        sim_url,
+        "ui_update_environment",
+        {"model_id": model_id, "env": PRODUCTION, "autoscaling_settings": {"min_replica": minimum}},
+    )
+
+
+def build_playbook(kubeconfig: str, sim_url: str, ids: PlaybookIds) -> list[Play]:
+    drift = ui_min_replicas(sim_url, ids.llm_model_id, DRIFT_MIN_REPLICAS)
+    source_patch = json.dumps({"spec": {"sourceDeploymentName": NEXT_CI_DEPLOYMENT}})
+    return [
+        Play(
+            "Look around with kubectl",
+            "`kubectl get bm -w` runs until Ctrl-C; the audit log lists every Baseten write.",
+            (
+                f"export KUBECONFIG={shlex.quote(kubeconfig)}",
+                "kubectl get bm -o wide",
+                f"kubectl describe bm {PRODUCTION_CR}",
+                "kubectl get events",
+                "kubectl get bm -w",
+                f"curl -sS --fail-with-body {sim_url}/_sim/audit_log",
+            ),
+        ),
+        Play(
+            "Click-ops drift",
+            f"Someone sets minReplicas {DRIFT_MIN_REPLICAS} in the Baseten UI; on its next pass "
+            f"the operator puts {DESIRED_MIN_REPLICAS} back (event AutoscalingUpdated).",
+            (drift,),
+        ),
+        Play(
+            "A failed build",
+            f"CI's next build {NEXT_CI_DEPLOYMENT} failed; point production at it and the "
+            "operator retries it (DeploymentRetried), then promotes it.",
+            (
+                sim_call(
+                    sim_url,
+                    "seed_deployment",
+                    {
+                        "model_id": ids.llm_model_id,
+                        "name": NEXT_CI_DEPLOYMENT,
+                        "status": "BUILD_FAILED",
+                    },
+                ),
+                f"kubectl patch bm {PRODUCTION_CR} --type merge -p {shlex.quote(source_patch)}",
+            ),
+        ),
+        Play(
+            "A TTL deactivation",
+            f"Baseten's inactivity TTL deactivates {STAGING_CR}'s deployment; the operator "
+            "reactivates it (DeploymentReactivated).",
+            (sim_call(sim_url, "deactivate", {"deployment_id": ids.staging_deployment_id}),),
+        ),
+        Play(
+            "Pause, then resume",
+            "Paused: no Baseten call at all, so drift stays. Resumed: the drift is reverted.",
+            (set_mode(PRODUCTION_CR, "Pause"), drift, set_mode(PRODUCTION_CR, "Reconcile")),
+        ),
+        Play(
+            "Observe mode",
+            "Observe reports drift in status.message and never writes to Baseten.",
+            (
+                set_mode(PRODUCTION_CR, "Observe"),
+                drift,
+                f"kubectl get bm {PRODUCTION_CR} -o jsonpath='{{.status.message}}'",
+                set_mode(PRODUCTION_CR, "Reconcile"),
+            ),
+        ),
+        Play(
+            "A deletion blocked by guardrails",
+            f"{GUARDED_CR} has deletionPolicy DeleteWithGuardrails: deleting it is blocked "
+            "(DELETE_BLOCKED) while production has replicas; drain it and the model goes.",
+            (
+                f"kubectl delete bm {GUARDED_CR} --wait=false",
+                f"kubectl get bm {GUARDED_CR} -o jsonpath='{{.status.message}}'",
+                ui_min_replicas(sim_url, ids.vllm_model_id, 0),
+            ),
+        ),
+    ]
+
+
+def render_playbook(plays: list[Play]) -> list[str]:
+    lines: list[str] = []
+    for number, play in enumerate(plays, start=1):
+        lines += ["", f"{number}. {play.title}: {play.note}"]
+        lines += [COMMAND_PREFIX + command for command in play.commands]
+    return lines

@@ -1,0 +1,50 @@
+"""What the simulated Baseten account holds before the operator starts.
+
+The story of the samples: CI has just built `img-1.0-wgt-1.0-p-1.3` for `my-llm-model`,
+whose production environment still serves the older `img-0.9-wgt-1.0-p-1.2`; the
+operator promotes the new one. `my-vllm-model` does not exist yet: the operator's
+truss push creates it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from baseten_operator.sim.baseten.simulator import BasetenSimulator
+
+LLM_MODEL = "my-llm-model"
+VLLM_MODEL = "my-vllm-model"
+PRODUCTION = "production"
+PREVIOUS_DEPLOYMENT = "img-0.9-wgt-1.0-p-1.2"
+CI_DEPLOYMENT = "img-1.0-wgt-1.0-p-1.3"
+# The next CI build: the one whose build fails in the failed-build story.
+NEXT_CI_DEPLOYMENT = "img-1.1-wgt-1.0-p-1.4"
+
+
+@dataclass(frozen=True)
+class SeededAccount:
+    llm_model_id: str
+    previous_deployment_id: str
+    ci_deployment_id: str
+
+
+def seed_account(simulator: BasetenSimulator) -> SeededAccount:
+    model = simulator.seed_model(LLM_MODEL)
+    previous = simulator.seed_deployment(
+        model["id"],
+        PREVIOUS_DEPLOYMENT,
+        status="ACTIVE",
+        autoscaling_settings={"min_replica": 2, "max_replica": 20},
+    )
+    simulator.seed_environment(model["id"], PRODUCTION, current_deployment_id=previous["id"])
+    built = simulator.seed_deployment(
+        model["id"],
+        CI_DEPLOYMENT,
+        status="ACTIVE",
+        autoscaling_settings={"min_replica": 1, "max_replica": 1},
+    )
+    return SeededAccount(
+        llm_model_id=model["id"],
+        previous_deployment_id=previous["id"],
+        ci_deployment_id=built["id"],
+    )

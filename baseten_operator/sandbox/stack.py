@@ -1,0 +1,179 @@
+"""The sandbox's moving parts, started and stopped together.
+
+The Kubernetes emulator and the Baseten simulator run in this process; the real
+operator (`main.build_operator`, leader election on) runs on them in this process
+too, talking to both over loopback HTTP exactly as it would to the real services.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+import structlog
+
+from baseten_operator.baseten.client import API_KEY_ENV, BASE_URL_ENV, BasetenClient
+from baseten_operator.config import OperatorOptions
+from baseten_operator.main import build_operator
+from baseten_operator.runtime.client import LEASES, KubeClient, NotFound
+from baseten_operator.runtime.clock import RealClock
+from baseten_operator.runtime.logging import configure_logging
+from baseten_operator.runtime.manager import Manager
+from baseten_operator.sandbox import cluster
+from baseten_operator.sandbox.seed import SeededAccount, seed_account
+from baseten_operator.sandbox.waiting import wait_until
+from baseten_operator.sim.baseten.simulator import BasetenSimulator
+from baseten_operator.sim.kube.server import KubeApiServer
+
+log = structlog.get_logger(__name__)
+
+SANDBOX_API_KEY = "sandbox-api-key"
+LEADER_TIMEOUT = 20.0
+
+
+@dataclass(frozen=True)
+class SandboxSettings:
+    work_dir: Path
+    time_scale: float
+    kube_port: int = 0
+    baseten_port: int = 0
+    metrics_bind_address: str = "127.0.0.1:0"
+    health_probe_bind_address: str = "127.0.0.1:0"
+    log_level: str = "info"
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.work_dir / "kubeconfig"
+
+    @property
+    def operator_log(self) -> Path:
+        return self.work_dir / "operator.log"
+
+
+class Sandbox:
+    """start() brings everything up (operator leading); stop() takes it down in reverse."""
+
+    def __init__(self, settings: SandboxSettings) -> None:
+        self.settings = settings
+        self.kube_server = KubeApiServer(port=settings.kube_port)
+        self.simulator = BasetenSimulator(
+            SANDBOX_API_KEY, port=settings.baseten_port, time_scale=settings.time_scale
+        )
+        self.operator_options = OperatorOptions(
+            metrics_bind_address=settings.metrics_bind_address,
+            health_probe_bind_address=settings.health_probe_bind_address,
+            leader_elect=True,
+            leader_election_namespace=cluster.OPERATOR_NAMESPACE,
+            log_level=settings.log_level,
+            time_scale=settings.time_scale,
+            kubeconfig=str(settings.kubeconfig),
+            shutdown_timeout=10.0,
+        )
+        self._log_stream: IO[str] | None = None
+        self._kube: KubeClient | None = None
+        self._manager: Manager | None = None
+        self._account: SeededAccount | None = None
+        self._lease_released: bool | None = None
+
+    # -- what the other parts of the sandbox use -----------------------------------------
+
+    @property
+    def kube(self) -> KubeClient:
+        """The sandbox's own client (the operator has its own)."""
+        if self._kube is None:
+            raise RuntimeError("sandbox not started")
+        return self._kube
+
+    @property
+    def manager(self) -> Manager:
+        if self._manager is None:
+            raise RuntimeError("sandbox not started")
+        return self._manager
+
+    @property
+    def account(self) -> SeededAccount:
+        if self._account is None:
+            raise RuntimeError("sandbox not started")
+        return self._account
+
+    @property
+    def lease_released(self) -> bool | None:
+        """After stop(): whether the Lease was found without a holder (None: unknown)."""
+        return self._lease_released
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    def start(self) -> None:
+        self.settings.work_dir.mkdir(parents=True, exist_ok=True)
+        self._configure_logging()
+        self.kube_server.start()
+        self.kube_server.write_kubeconfig(self.settings.kubeconfig)
+        self._kube = KubeClient.from_kubeconfig(str(self.settings.kubeconfig))
+        cluster.install_crd(self._kube)
+        cluster.ensure_namespace(self._kube, cluster.OPERATOR_NAMESPACE)
+        cluster.ensure_namespace(self._kube, cluster.SAMPLES_NAMESPACE)
+        cluster.create_api_key_secret(self._kube, SANDBOX_API_KEY)
+
+        self.simulator.start()
+        self._account = seed_account(self.simulator)
+        # The in-process client reads these, and the truss push children inherit them.
+        os.environ[API_KEY_ENV] = SANDBOX_API_KEY
+        os.environ[BASE_URL_ENV] = self.simulator.api_url
+
+        clock = RealClock()
+        self._manager = build_operator(
+            self.operator_options,
+            kube=KubeClient.from_kubeconfig(str(self.settings.kubeconfig)),
+            baseten=BasetenClient.from_env(clock=clock),
+            clock=clock,
+        )
+        self._manager.start()
+        wait_until(lambda: self.manager.is_leader, LEADER_TIMEOUT, "the operator to lead")
+
+    def stop(self) -> None:
+        """Operator first (drain, release the Lease), then the two simulators."""
+        if self._manager is not None:
+            self._manager.stop()
+            self._lease_released = self._lease_has_no_holder()
+            self._manager = None
+        if self._kube is not None:
+            self._kube.close()
+            self._kube = None
+        self.simulator.stop()
+        self.kube_server.stop()
+        if self._log_stream is not None:
+            self._log_stream.close()
+            self._log_stream = None
+
+    def _lease_has_no_holder(self) -> bool | None:
+        try:
+            lease = self.kube.get(
+                LEASES,
+                self.operator_options.leader_election_id,
+                cluster.OPERATOR_NAMESPACE,
+            )
+        except NotFound:
+            return None
+        except Exception:  # the emulator answers in-process: only a bug lands here
+            log.exception("reading the lease after shutdown failed")
+            return None
+        return not (lease.get("spec") or {}).get("holderIdentity")
+
+    def _configure_logging(self) -> None:
+        """Operator and simulator logs go to a file: the terminal belongs to the display."""
+        self._log_stream = self.settings.operator_log.open("a", encoding="utf-8")
+        configure_logging(self.settings.log_level, "json", stream=self._log_stream)
+
+    # -- addresses to print ----------------------------------------------------------------
+
+    @property
+    def metrics_url(self) -> str | None:
+        address = self.manager.metrics_address
+        return f"http://{address[0]}:{address[1]}/metrics" if address else None
+
+    @property
+    def health_url(self) -> str | None:
+        address = self.manager.health_address
+        return f"http://{address[0]}:{address[1]}/readyz" if address else None
