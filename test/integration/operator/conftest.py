@@ -14,8 +14,12 @@ from operator_harness import OperatorHarness, running_operator
 
 
 @pytest.fixture(scope="module")
-def harness(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OperatorHarness]:
-    with running_operator(workdir=tmp_path_factory.mktemp("operator")) as running:
+def harness(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[OperatorHarness]:
+    """A module may set HARNESS_OPTIONS (OperatorHarness fields) to tune its operator."""
+    options = getattr(request.module, "HARNESS_OPTIONS", {})
+    with running_operator(workdir=tmp_path_factory.mktemp("operator"), **options) as running:
         yield running
 
 

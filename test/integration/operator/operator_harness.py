@@ -27,7 +27,9 @@ from baseten_operator.api.constants import BASETENMODELS
 from baseten_operator.api.crd import build_crd
 from baseten_operator.baseten.client import API_KEY_ENV, BasetenClient
 from baseten_operator.config import OperatorOptions
+from baseten_operator.controller.setup import CONTROLLER_NAME
 from baseten_operator.main import build_operator
+from baseten_operator.runtime import metrics
 from baseten_operator.runtime.client import (
     CONFIGMAPS,
     CRDS,
@@ -41,6 +43,8 @@ from baseten_operator.runtime.clock import RealClock
 from baseten_operator.runtime.informer import Informer
 from baseten_operator.runtime.manager import Manager
 from baseten_operator.sim.baseten import BasetenSimulator
+from baseten_operator.sim.baseten.engine import LifecycleDurations
+from baseten_operator.sim.baseten.http import Request, Response
 from baseten_operator.sim.kube import KubeApiServer
 
 API_KEY = "integration-key"
@@ -87,12 +91,43 @@ def is_ready(obj: dict[str, Any] | None) -> bool:
     return bool(cond and cond.get("status") == "True")
 
 
+@dataclass(frozen=True)
+class SeenRequest:
+    time: float
+    method: str
+    path: str
+    status: int
+
+
+class RequestLog:
+    """Wraps the simulator's app to remember every request (reads too; its audit log keeps
+    only writes): "no Baseten call at all" is then something a test can check."""
+
+    def __init__(self, app: Callable[[Request], Response | None]) -> None:
+        self._app = app
+        self._lock = threading.Lock()
+        self._seen: list[SeenRequest] = []
+
+    def __call__(self, request: Request) -> Response | None:
+        response = self._app(request)
+        if not request.path.startswith("/_sim/"):
+            status = response.status if response is not None else 0
+            with self._lock:
+                self._seen.append(SeenRequest(time.time(), request.method, request.path, status))
+        return response
+
+    def seen(self, *, path_contains: str = "", since: float = 0.0) -> list[SeenRequest]:
+        with self._lock:
+            return [r for r in self._seen if path_contains in r.path and r.time >= since]
+
+
 @dataclass
 class OperatorHarness:
     operator_time_scale: float = OPERATOR_TIME_SCALE
     sim_time_scale: float = SIM_TIME_SCALE
     max_concurrent_reconciles: int = 5
     max_concurrent_pushes: int = 4
+    sim_durations: LifecycleDurations | None = None
     workdir: Path = field(default_factory=lambda: Path("/tmp"))
     kube_server: KubeApiServer = field(init=False)
     sim: BasetenSimulator = field(init=False)
@@ -104,6 +139,7 @@ class OperatorHarness:
     _history: dict[str, list[tuple[float, dict[str, Any]]]] = field(init=False)
     _history_lock: threading.Lock = field(init=False, default_factory=threading.Lock)
     _observer: Informer = field(init=False)
+    requests: RequestLog = field(init=False)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -117,7 +153,11 @@ class OperatorHarness:
         self.kube.create(CRDS, build_crd())
         wait_for(lambda: self._crd_served(), timeout=10.0)
         self._start_observer()
-        self.sim = BasetenSimulator(API_KEY, time_scale=self.sim_time_scale)
+        self.sim = BasetenSimulator(
+            API_KEY, time_scale=self.sim_time_scale, durations=self.sim_durations
+        )
+        self.requests = RequestLog(self.sim.app)
+        self.sim.app = self.requests  # the server takes the app when it starts
         self.sim.start()
         self.baseten = BasetenClient(API_KEY, self.sim.api_url)
         # The pusher hands the key to its truss children through the environment, as in a pod.
@@ -293,6 +333,20 @@ class OperatorHarness:
             f"{[(e['reason'], e.get('message')) for e in self.events(namespace, name)]}",
         )
 
+    @staticmethod
+    def reconcile_count() -> float:
+        """Passes the BasetenModel controller finished so far (all results), from its metrics."""
+        total = 0.0
+        for family in metrics.REGISTRY.collect():
+            if family.name != "controller_runtime_reconcile":
+                continue
+            for sample in family.samples:
+                if sample.name.endswith("_total") and sample.labels.get("controller") == (
+                    CONTROLLER_NAME
+                ):
+                    total += sample.value
+        return total
+
     # ------------------------------------------------------------------ Baseten side
 
     def model_id(self, model_name: str) -> str | None:
@@ -311,6 +365,10 @@ class OperatorHarness:
         with self.sim.engine.lock:
             record = self.sim.engine.deployments[deployment_id]
             record.created_at = time.time() - days * 86400 * self.operator_time_scale
+
+    def calls_for_model(self, model_id: str, since: float = 0.0) -> list[SeenRequest]:
+        """Every request (reads and writes) the simulator received on this model's paths."""
+        return self.requests.seen(path_contains=f"/models/{model_id}", since=since)
 
     def writes_for_model(self, model_id: str, since: float = 0.0) -> list[dict[str, Any]]:
         """Every mutating call the simulator answered on this model's paths."""
