@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import io
 import json
+from pathlib import Path
 
 import pytest
 import urllib3
+from kubernetes.config.config_exception import ConfigException
 
 from baseten_operator.runtime.client import (
     CONFIGMAPS,
+    CONNECT_RETRIES,
     CRDS,
     LEASES,
     AlreadyExists,
@@ -18,6 +21,7 @@ from baseten_operator.runtime.client import (
     ConnectionFailed,
     Gone,
     Invalid,
+    KubeClient,
     NotFound,
     Resource,
     ServerError,
@@ -132,3 +136,46 @@ def test_closed_watch_stream_ends_quietly() -> None:
     stream = stream_of(event("ADDED", {"metadata": {"name": "a"}}))
     stream.close()
     assert list(stream) == []
+
+
+KUBECONFIG_YAML = """
+apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "http://127.0.0.1:6443"}}]
+users: [{name: u, user: {token: secret-token}}]
+contexts:
+- {name: one, context: {cluster: c, user: u}}
+- {name: two, context: {cluster: c, user: u, namespace: other}}
+current-context: one
+"""
+
+
+def test_auto_uses_kubeconfig_env_then_home_then_in_cluster(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "config"
+    path.write_text(KUBECONFIG_YAML)
+    monkeypatch.setenv("KUBECONFIG", str(path))
+    client = KubeClient.auto()
+    configuration = client.api_client.configuration
+    assert configuration.host == "http://127.0.0.1:6443"
+    assert configuration.auth_settings()["BearerToken"]["value"] == "Bearer secret-token"
+    assert configuration.retries is CONNECT_RETRIES
+
+    monkeypatch.delenv("KUBECONFIG")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / ".kube").mkdir()
+    (tmp_path / ".kube" / "config").write_text(KUBECONFIG_YAML)
+    assert KubeClient.auto().api_client.configuration.host == "http://127.0.0.1:6443"
+
+    (tmp_path / ".kube" / "config").unlink()
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    with pytest.raises(ConfigException):
+        KubeClient.auto()  # neither a kubeconfig nor a pod
+
+
+def test_from_kubeconfig_selects_the_context(tmp_path: Path) -> None:
+    path = tmp_path / "config"
+    path.write_text(KUBECONFIG_YAML)
+    client = KubeClient.from_kubeconfig(str(path), context="two")
+    assert client.api_client.configuration.host == "http://127.0.0.1:6443"
