@@ -16,7 +16,13 @@ from typing import Any, Protocol
 
 import structlog
 
-from baseten_operator.runtime.client import Gone, KubeClient, Resource, object_key
+from baseten_operator.runtime.client import (
+    Gone,
+    KubeClient,
+    Resource,
+    TooManyRequests,
+    object_key,
+)
 from baseten_operator.runtime.clock import Clock, RealClock
 
 log = structlog.get_logger(__name__)
@@ -267,6 +273,9 @@ class Informer:
                 if self._stopped.is_set():
                     return
                 self._log.warning("list/watch failed", error=str(exc), relist=need_list)
+                if isinstance(exc, TooManyRequests) and exc.retry_after:
+                    self._wait(max(exc.retry_after, backoff.next_delay()))
+                    continue
             self._wait(backoff.next_delay())
 
     def _list_and_replace(self) -> None:

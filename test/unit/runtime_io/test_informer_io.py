@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from baseten_operator.runtime.client import CONFIGMAPS, Gone, ServerError
+from baseten_operator.runtime.client import CONFIGMAPS, Gone, ServerError, TooManyRequests
 from baseten_operator.runtime.clock import FakeClock
 from baseten_operator.runtime.informer import Backoff, Informer, Store, namespace_index
 
@@ -276,3 +276,18 @@ def test_stop_before_sync_ends_every_thread(
     informer.stop(timeout=5)
     assert not any(thread.is_alive() for thread in informer._threads)
     assert not informer.has_synced()
+
+
+def test_throttled_list_waits_out_retry_after(
+    advance_until: Callable,
+    list_watch_client: Any,
+    make_informer: Callable,
+    clock: FakeClock,
+    wait_until: Callable,
+) -> None:
+    list_watch_client.list_errors = [TooManyRequests(429, "TooManyRequests", "slow", None, 20.0)]
+    informer, _ = make_informer()
+    informer.start()
+    wait_until(lambda: len(list_watch_client.list_calls) == 1)
+    advance_until(clock, informer.has_synced, step=1.0)
+    assert clock.monotonic() >= 20.0  # not the 0.2 s of a first backoff
