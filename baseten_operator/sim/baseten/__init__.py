@@ -1,4 +1,19 @@
-"""Baseten simulator: Management API + truss push protocol + lifecycle + faults."""
+"""Baseten simulator: Management API (/v1), truss push (GraphQL + S3), lifecycle, faults.
+
+    sim = BasetenSimulator("key", time_scale=0.01)   # or clock=FakeClock() for unit-style tests
+    sim.start()      # -> http://127.0.0.1:PORT ; sim.api_url = .../v1 ; sim.remote_url for truss
+
+State advances lazily: every request (and `tick()`) applies the lifecycle steps due by the
+clock's now, so a FakeClock makes everything deterministic. Durations are
+`LifecycleDurations` (simulated seconds) multiplied by `time_scale`.
+
+Control API: the methods of `BasetenSimulator`, also `POST /_sim/<method>` with JSON keyword
+arguments (`GET` for audit_log, uploaded_files, health). Fault and rate-limit endpoint
+names: list_models, get_model, delete_model, list_deployments, get_deployment,
+delete_deployment, activate, deactivate, retry, update_deployment_autoscaling,
+list_environments, create_environment, get_environment, update_environment,
+delete_environment, promote, graphql, graphql:<root field>, s3, or * for any.
+"""
 
 from baseten_operator.sim.baseten.engine import LifecycleDurations, SimEngine
 from baseten_operator.sim.baseten.simulator import BasetenSimulator

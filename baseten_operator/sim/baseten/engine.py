@@ -101,12 +101,6 @@ class SimEngine:
 
     tick = advance_to_now
 
-    def next_event_in(self) -> float | None:
-        """Seconds (clock time) until the next scheduled change, if any."""
-        with self._session() as now:
-            due = self._timeline.next_due()
-            return None if due is None else max(due - now, 0.0)
-
     def _scaled(self, sim_seconds: float) -> float:
         return sim_seconds * self.time_scale
 

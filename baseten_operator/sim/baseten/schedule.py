@@ -40,8 +40,5 @@ class Timeline:
             ran += 1
         return ran
 
-    def next_due(self) -> float | None:
-        return self._events[0].due if self._events else None
-
     def clear(self) -> None:
         self._events.clear()
