@@ -1,0 +1,174 @@
+"""The e2e stack, once per session.
+
+Locally: the Kubernetes API emulator and the Baseten simulator each run as their own process,
+the operator is installed from the rendered manifests (`kubectl apply -f deploy/install.yaml`),
+and, since the emulator has no kubelet to run the manager Deployment's pods, the operator runs
+as a local process with the same flags (leader election in its namespace included).
+
+On a real cluster (`E2E_EXTERNAL_OPERATOR=1`, set by hack/kind-e2e.sh with KUBECONFIG and
+E2E_BASETEN_URL): nothing is started; the installed operator and the given simulator are used.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from e2e_harness import (
+    API_KEY,
+    API_KEY_SECRET,
+    INSTALL_MANIFEST,
+    LEASE_NAME,
+    OPERATOR_NAMESPACE,
+    TIME_SCALE,
+    VENV_BIN,
+    Kubectl,
+    Process,
+    Simulator,
+    Stack,
+    free_port,
+    http_ok,
+    wait_for,
+)
+
+STARTUP_TIMEOUT = 30.0
+SHUTDOWN_TIMEOUT = 30.0
+
+
+def external() -> bool:
+    return os.environ.get("E2E_EXTERNAL_OPERATOR") == "1"
+
+
+@pytest.fixture(scope="session")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    if external():
+        yield Stack(
+            kubectl=Kubectl(os.environ["KUBECONFIG"]),
+            sim=Simulator(os.environ["E2E_BASETEN_URL"].rstrip("/")),
+            metrics_url=None,
+        )
+        return
+    workdir = tmp_path_factory.mktemp("e2e")
+    processes: list[Process] = []
+    try:
+        yield from _local_stack(workdir, processes)
+    finally:
+        for process in reversed(processes):
+            process.terminate(SHUTDOWN_TIMEOUT)
+
+
+def _started(processes: list[Process], process: Process, ready: str) -> None:
+    """Wait until `ready` answers 200, failing early (with its log) if the process dies."""
+    processes.append(process)
+    wait_for(
+        lambda: http_ok(ready) or not process.alive(),
+        timeout=STARTUP_TIMEOUT,
+        describe=process.log_tail,
+    )
+    assert process.alive(), f"{process.name} exited with {process.popen.returncode}\n" + (
+        process.log_tail()
+    )
+
+
+def _local_stack(workdir: Path, processes: list[Process]) -> Iterator[Stack]:
+    python = str(VENV_BIN / "python")
+    kubeconfig = workdir / "kubeconfig"
+    kube_port = free_port()
+    emulator = Process.start(
+        "kube emulator",
+        [
+            python,
+            "-m",
+            "baseten_operator.sim.kube",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(kube_port),
+            "--kubeconfig",
+            str(kubeconfig),
+        ],
+        workdir / "kube.log",
+    )
+    _started(processes, emulator, f"http://127.0.0.1:{kube_port}/api")
+    wait_for(kubeconfig.exists, timeout=STARTUP_TIMEOUT)
+
+    sim_port = free_port()
+    simulator = Process.start(
+        "baseten simulator",
+        [
+            python,
+            "-m",
+            "baseten_operator.sim.baseten",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(sim_port),
+            "--api-key",
+            API_KEY,
+            "--time-scale",
+            str(TIME_SCALE),
+        ],
+        workdir / "baseten.log",
+    )
+    sim_url = f"http://127.0.0.1:{sim_port}"
+    _started(processes, simulator, f"{sim_url}/_sim/health")
+
+    kubectl = Kubectl(str(kubeconfig))
+    install(kubectl)
+
+    metrics_port, health_port = free_port(), free_port()
+    operator = Process.start(
+        "operator",
+        [
+            str(VENV_BIN / "baseten-operator"),
+            "run",
+            "--kubeconfig",
+            str(kubeconfig),
+            "--leader-elect",
+            "--leader-election-namespace",
+            OPERATOR_NAMESPACE,
+            "--metrics-bind-address",
+            f"127.0.0.1:{metrics_port}",
+            "--health-probe-bind-address",
+            f"127.0.0.1:{health_port}",
+            "--time-scale",
+            str(TIME_SCALE),
+        ],
+        workdir / "operator.log",
+        env={"BASETEN_API_KEY": API_KEY, "BASETEN_API_BASE_URL": f"{sim_url}/v1"},
+    )
+    _started(processes, operator, f"http://127.0.0.1:{health_port}/readyz")
+
+    yield Stack(kubectl, Simulator(sim_url), f"http://127.0.0.1:{metrics_port}/metrics")
+
+    processes.remove(operator)
+    code = operator.terminate(SHUTDOWN_TIMEOUT)
+    assert code == 0, f"operator exited {code} on SIGTERM\n{operator.log_tail()}"
+    lease = kubectl.json("get", "lease", LEASE_NAME, "-n", OPERATOR_NAMESPACE)
+    assert not lease["spec"].get("holderIdentity"), f"lease still held after exit: {lease['spec']}"
+
+
+def install(kubectl: Kubectl) -> None:
+    """What a user does: apply the rendered manifests, then the API key Secret."""
+    kubectl.run("apply", "-f", str(INSTALL_MANIFEST))
+    kubectl.run(
+        "wait",
+        "--for=condition=Established",
+        "crd/basetenmodels.models.baseten.com",
+        "--timeout=30s",
+    )
+    kubectl.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": API_KEY_SECRET, "namespace": OPERATOR_NAMESPACE},
+            "type": "Opaque",
+            "stringData": {"api-key": API_KEY},
+        }
+    )
