@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 import requests
 
@@ -203,3 +206,20 @@ def test_audit_log_records_mutations_only(sim: BasetenSimulator, http: requests.
         ("POST", f"/v1/models/{mid}/environments", 400),
         ("DELETE", f"/v1/models/{mid}", 200),
     ]
+
+
+def test_concurrent_promotions_admit_exactly_one(sim: BasetenSimulator) -> None:
+    mid = sim.seed_model("m")["id"]
+    deployments = [sim.seed_deployment(mid, f"v{i}")["id"] for i in range(8)]
+    sim.seed_environment(mid, "production")
+    url = f"{sim.api_url}/models/{mid}/environments/production/promote"
+    barrier = threading.Barrier(len(deployments))
+
+    def promote(dep_id: str) -> int:
+        barrier.wait()
+        headers = {"Authorization": "Bearer sim-test-key"}
+        return requests.post(url, json={"deployment_id": dep_id}, headers=headers).status_code
+
+    with ThreadPoolExecutor(len(deployments)) as pool:
+        codes = sorted(pool.map(promote, deployments))
+    assert codes == [200] + [409] * 7
