@@ -14,7 +14,10 @@ from baseten_operator.controller import messages
 from baseten_operator.controller.context import Pass
 from baseten_operator.controller.retries import parse_timestamp, timestamp
 from baseten_operator.controller.source import matches_source
-from baseten_operator.controller.telemetry import count_orphans
+from baseten_operator.controller.telemetry import (
+    count_orphans,
+    record_orphans_holding_replicas,
+)
 
 log = structlog.get_logger(__name__)
 
@@ -58,6 +61,9 @@ def clean_up_orphans(p: Pass, model_id: str, source: str) -> None:
     if deleted:
         p.event(EventReason.ORPHAN_DEPLOYMENTS_DELETED, messages.orphans_deleted_event(deleted))
     count_orphans(len(scaled_in), len(deleted))
+    gone = set(scaled_in) | set(deleted)
+    holding = [o for o in orphans if o.name not in gone and _holds_replicas(o)]
+    record_orphans_holding_replicas(p.namespace, p.name, p.spec.model_name, len(holding))
     p.status.last_cleanup_time = timestamp(p.deps.clock.now())
 
 
@@ -73,6 +79,11 @@ def protected_sources(p: Pass, source: str) -> set[str]:
         status_source = (sibling.get("status") or {}).get("sourceDeploymentName")
         sources.update(s for s in (spec_source, status_source) if s)
     return sources
+
+
+def _holds_replicas(deployment: DeploymentV1) -> bool:
+    settings = deployment.autoscaling_settings
+    return bool(deployment.active_replica_count) or bool(settings and settings.min_replica)
 
 
 def _is_variant(deployment: DeploymentV1, protected: Iterable[str]) -> bool:

@@ -151,3 +151,23 @@ def test_no_cleanup_outside_steady_state(h) -> None:
     h.create(orphanDeploymentCleanup=cleanup(scaleToZero=True))
     h.run()
     assert h.baseten.called("update_deployment_autoscaling") == []
+
+
+def test_orphans_still_holding_replicas_are_exported_for_alerting(h) -> None:
+    from baseten_operator.runtime.metrics import REGISTRY
+
+    def holding() -> float | None:
+        return REGISTRY.get_sample_value(
+            "baseten_orphan_deployments_holding_replicas",
+            {"namespace": "default", "name": "my-model", "model": "my-llm"},
+        )
+
+    setup_world(h, cleanup(delete=True, deleteAfterDays=30, minToKeep=5))  # no scaleToZero
+    orphan(h, "warm")  # min_replica 1: holds a GPU
+    orphan(h, "cold", min_replica=0)
+    h.run()
+    assert holding() == 1
+
+    del h.kube.objects[("default", "my-model")]  # the CR is gone from the cache
+    h.run()
+    assert holding() is None
