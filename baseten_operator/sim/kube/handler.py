@@ -63,6 +63,10 @@ class KubeHTTPServer(ThreadingHTTPServer):
         self.api = api
         super().__init__(address, KubeRequestHandler)
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client hanging up mid-request is routine (watch readers do it all the time).
+        log.debug("connection error", client=client_address, exc_info=True)
+
 
 @dataclass(frozen=True)
 class Target:

@@ -560,8 +560,8 @@ class Store:
             if added:
                 raise errors.field_invalid(
                     rt.kind, rt.group, name, "metadata.finalizers",
-                    f"Forbidden: no new finalizers can be added if the object is being deleted, "
-                    f"found new finalizers {added}",
+                    "Forbidden: no new finalizers can be added if the object is being deleted, "
+                    "found new finalizers []string{" + ", ".join(f'"{f}"' for f in added) + "}",
                 )  # fmt: skip
         self._prepare(rt, candidate, current)
         if rt.generation and _spec_part(candidate) != _spec_part(current):
