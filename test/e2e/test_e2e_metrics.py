@@ -1,0 +1,41 @@
+"""Metrics scraped from the operator's /metrics endpoint, as Prometheus would."""
+
+from __future__ import annotations
+
+import pytest
+import requests
+from e2e_harness import LEASE_NAME, Stack
+from prometheus_client.parser import text_string_to_metric_families
+
+pytestmark = pytest.mark.e2e
+
+
+def scrape(url: str) -> dict[str, list[tuple[dict[str, str], float]]]:
+    """Samples by name: [(labels, value)]."""
+    response = requests.get(url, timeout=5)
+    response.raise_for_status()
+    samples: dict[str, list[tuple[dict[str, str], float]]] = {}
+    for family in text_string_to_metric_families(response.text):
+        for sample in family.samples:
+            samples.setdefault(sample.name, []).append((sample.labels, sample.value))
+    return samples
+
+
+def test_metrics_endpoint_reports_reconciles_api_calls_and_leadership(stack: Stack) -> None:
+    if stack.metrics_url is None:
+        pytest.skip("the operator runs in the cluster: its metrics port is not reachable here")
+    namespace = stack.new_namespace("e2e-metrics")
+    stack.promoted_model(namespace, "e2e-metrics", autoscaling={"minReplicas": 1})
+
+    samples = scrape(stack.metrics_url)
+
+    reconciles = [
+        value
+        for labels, value in samples["controller_runtime_reconcile_total"]
+        if labels["controller"] == "basetenmodel"
+    ]
+    assert sum(reconciles) > 0
+    api_calls = samples["baseten_api_requests_total"]
+    assert {labels["method"] for labels, _ in api_calls} >= {"GET", "POST"}
+    assert sum(value for _, value in api_calls) > 0
+    assert samples["leader_election_master_status"] == [({"name": LEASE_NAME}, 1.0)]
