@@ -61,7 +61,9 @@ def ui_min_replicas(sim_url: str, model_id: str, minimum: int) -> str:
 
 def build_playbook(kubeconfig: str, sim_url: str, ids: PlaybookIds) -> list[Play]:
     drift = ui_min_replicas(sim_url, ids.llm_model_id, DRIFT_MIN_REPLICAS)
-    source_patch = json.dumps({"spec": {"sourceDeploymentName": NEXT_CI_DEPLOYMENT}})
+    source_patch = json.dumps(
+        {"spec": {"sourceDeploymentName": NEXT_CI_DEPLOYMENT}}, separators=(",", ":")
+    )
     return [
         Play(
             "Look around with kubectl",

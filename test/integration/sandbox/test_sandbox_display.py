@@ -1,0 +1,64 @@
+"""The display's pieces in-process: rows change only when a column does, events once each."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+from baseten_operator.sandbox.console import Console
+from baseten_operator.sandbox.display import DELETED, row_of
+from baseten_operator.sandbox.events import EventLog
+from baseten_operator.sandbox.playbook import PlaybookIds, build_playbook, render_playbook
+
+
+def model(status: dict[str, Any], mode: str = "Reconcile") -> dict[str, Any]:
+    return {
+        "metadata": {"name": "m", "namespace": "default"},
+        "spec": {"modelName": "llm", "mode": mode, "environment": {"name": "production"}},
+        "status": status,
+    }
+
+
+def event(uid: str, reason: str, count: int) -> dict[str, Any]:
+    return {
+        "metadata": {"uid": uid},
+        "type": "Normal",
+        "reason": reason,
+        "message": "minReplicas 5→2",
+        "count": count,
+        "involvedObject": {"kind": "BasetenModel", "name": "m"},
+    }
+
+
+def test_row_takes_the_printer_columns_and_marks_deletion() -> None:
+    status = {"activeDeploymentName": "d1", "activeReplicaCount": 0, "deploymentStatus": "ACTIVE"}
+    row = row_of(model(status, mode="Observe"))
+    assert row.cells() == ("m", "llm", "production", "d1", "0", "ACTIVE", "Observe")
+    assert row_of(model(status), deleted=True).status == DELETED
+    paused = model({})
+    paused["spec"]["paused"] = True
+    assert row_of(paused).mode == "Pause"
+
+
+def test_event_log_counts_each_occurrence_once() -> None:
+    log = EventLog()
+    first = log.record(event("u1", "AutoscalingUpdated", 1))
+    assert first is not None
+    assert log.record(event("u1", "AutoscalingUpdated", 1)) is None  # a relist, not news
+    again = log.record(event("u1", "AutoscalingUpdated", 2))
+    assert again is not None and again.count == 2
+    assert len(log) == 2
+    assert log.find("AutoscalingUpdated", "m", since=again.seen_at) is again
+    assert log.find("AutoscalingUpdated", "other") is None
+
+
+def test_playbook_commands_are_printed_one_per_line() -> None:
+    plays = build_playbook("/k/config", "http://127.0.0.1:1", PlaybookIds("a1", "b2", "c3"))
+    out = io.StringIO()
+    Console(out).lines(render_playbook(plays))
+    commands = [line for line in out.getvalue().splitlines() if line.startswith("  $ ")]
+    assert "  $ export KUBECONFIG=/k/config" in commands
+    assert any('"deployment_id":"c3"' in command for command in commands)
+    assert any(
+        '"model_id":"b2"' in command and '"min_replica":0' in command for command in commands
+    )

@@ -1,0 +1,75 @@
+"""The interactive sandbox: it prints a kubeconfig and commands that work, and Ctrl-C ends it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from typing import Any
+
+COMMAND_PREFIX = "  $ "
+READY_LINE = "Ctrl-C stops everything."
+
+
+def run(command: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["bash", "-c", command], env=env, capture_output=True, text=True, timeout=30
+    )
+
+
+def run_until(
+    command: str, env: dict[str, str], done: Callable[[subprocess.CompletedProcess[str]], bool]
+) -> None:
+    """Run `command` until its result satisfies `done` (the operator acts asynchronously)."""
+    deadline = time.monotonic() + 30
+    while True:
+        result = run(command, env)
+        if done(result):
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{command}\n{result.stdout}\n{result.stderr}")
+        time.sleep(0.2)
+
+
+def test_interactive_prints_working_commands_and_stops_on_sigint(run_sandbox: Any) -> None:
+    sandbox = run_sandbox()
+    export = sandbox.wait_for_line("export KUBECONFIG=", timeout=30)
+    kubeconfig = export.split("export KUBECONFIG=", 1)[1].strip()
+    env = {**os.environ, "KUBECONFIG": kubeconfig}
+
+    listed = run("kubectl get bm", env)
+    assert listed.returncode == 0, listed.stderr
+
+    sandbox.wait_for_line(READY_LINE, timeout=60)
+    commands = [
+        line.removeprefix(COMMAND_PREFIX)
+        for line in sandbox.lines
+        if line.startswith(COMMAND_PREFIX)
+    ]
+    assert any(command.startswith("curl") for command in commands)
+    assert any(command.startswith("kubectl delete bm") for command in commands)
+    ready = run("kubectl get bm -o wide", env)
+    for name in ("my-llm-model-production", "my-llm-model-staging", "my-vllm-model-production"):
+        assert name in ready.stdout
+
+    for command in commands:
+        if command.endswith(" -w"):
+            continue  # the watch runs until Ctrl-C by design
+        if "jsonpath='{.status.message}'" in command and "vllm" in command:
+            run_until(command, env, lambda r: "deletion blocked: production (min=" in r.stdout)
+            continue
+        result = run(command, env)
+        assert result.returncode == 0, f"{command}\n{result.stdout}\n{result.stderr}"
+
+    # The last play deletes the guarded model and drains it: the operator lets it go.
+    run_until(
+        "kubectl get bm my-vllm-model-production",
+        env,
+        lambda r: r.returncode != 0 and "NotFound" in r.stderr,
+    )
+
+    sandbox.process.send_signal(signal.SIGINT)
+    assert sandbox.finish(timeout=30) == 0, sandbox.output
+    assert "Leader election lease: released." in sandbox.output
