@@ -65,7 +65,10 @@ def build_operator(
         os.environ[API_KEY_ENV].strip(),
         remote_url(baseten.base_url),
         max_concurrent=options.max_concurrent_pushes,
-        timeout=timing.push_timeout,
+        # The hard timeout bounds a real child process, which runs no faster under a small
+        # --time-scale: scaled, every push in the sandbox (a few seconds of truss start-up)
+        # would be killed. Unscaled, it stays the 5-minute safety net it is meant to be.
+        timeout=Timing().push_timeout,
         on_done=relay,
         clock=clock,
     )
