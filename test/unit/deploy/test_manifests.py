@@ -1,0 +1,232 @@
+"""The rendered install manifest: fresh, installable, hardened, least privilege."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from baseten_operator.api.constants import BASETENMODELS
+from baseten_operator.runtime.client import CONFIGMAPS, EVENTS, LEASES, Resource
+from baseten_operator.sim.kube import KubeApiServer
+
+REPO = Path(__file__).resolve().parents[3]
+INSTALL = REPO / "deploy" / "install.yaml"
+KUBECTL = "/usr/bin/kubectl"
+PACKAGE = REPO / "baseten_operator"
+
+NAMESPACE = "baseten-operator-system"
+SERVICE_ACCOUNT = "baseten-operator-controller-manager"
+MANAGER_ROLE = "baseten-operator-manager-role"
+LEADER_ELECTION_ROLE = "baseten-operator-leader-election-role"
+
+# Where the operator talks to the Kubernetes API: the reconciler's writes, the event recorder,
+# leader election, and the wiring that decides which informers (list + watch) exist.
+KUBE_CALLERS = [
+    *sorted((PACKAGE / "controller").glob("*.py")),
+    PACKAGE / "runtime" / "recorder.py",
+    PACKAGE / "runtime" / "leaderelection.py",
+]
+RESOURCES = {"BASETENMODELS": BASETENMODELS, "CONFIGMAPS": CONFIGMAPS, "EVENTS": EVENTS}
+RESOURCES["LEASES"] = LEASES
+# KubeClient method -> (subresource, RBAC verb).
+CLIENT_VERBS = {
+    "get": ("", "get"),
+    "list": ("", "list"),
+    "watch": ("", "watch"),
+    "create": ("", "create"),
+    "update": ("", "update"),
+    "patch": ("", "patch"),
+    "delete": ("", "delete"),
+    "update_status": ("/status", "update"),
+}
+
+Permissions = dict[tuple[str, str], set[str]]
+
+
+def rendered() -> str:
+    done = subprocess.run(
+        [KUBECTL, "kustomize", str(REPO / "config" / "default")],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    return done.stdout
+
+
+def install_objects() -> list[dict[str, Any]]:
+    return [doc for doc in yaml.safe_load_all(INSTALL.read_text()) if doc]
+
+
+def find(kind: str, name: str) -> dict[str, Any]:
+    matches = [o for o in install_objects() if o["kind"] == kind and o["metadata"]["name"] == name]
+    assert len(matches) == 1, f"{kind}/{name}: {len(matches)} in {INSTALL.name}"
+    return matches[0]
+
+
+# --------------------------------------------------------------------------- fresh
+
+
+def test_committed_install_manifest_is_the_rendered_kustomization() -> None:
+    assert (
+        INSTALL.read_text() == rendered()
+    ), "deploy/install.yaml is stale: run `make manifests` and commit the result"
+
+
+# --------------------------------------------------------------------------- installable
+
+
+@pytest.fixture
+def emulator_kubeconfig(tmp_path: Path) -> Iterator[str]:
+    server = KubeApiServer()
+    server.start()
+    try:
+        yield server.write_kubeconfig(tmp_path / "kubeconfig")
+    finally:
+        server.stop()
+
+
+def test_every_rendered_object_applies_to_the_emulator(emulator_kubeconfig: str) -> None:
+    applied = subprocess.run(
+        [KUBECTL, "--kubeconfig", emulator_kubeconfig, "apply", "-f", str(INSTALL)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert applied.returncode == 0, applied.stderr
+    listed = subprocess.run(
+        [KUBECTL, "--kubeconfig", emulator_kubeconfig, "get", "-f", str(INSTALL), "-o", "name"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert listed.returncode == 0, listed.stderr
+    assert len(listed.stdout.split()) == len(install_objects())
+
+
+# --------------------------------------------------------------------------- hardened
+
+
+def manager_pod() -> dict[str, Any]:
+    deployment = find("Deployment", "baseten-operator-controller-manager")
+    assert deployment["metadata"]["namespace"] == NAMESPACE
+    pod: dict[str, Any] = deployment["spec"]["template"]["spec"]
+    return pod
+
+
+def manager_container() -> dict[str, Any]:
+    (container,) = [c for c in manager_pod()["containers"] if c["name"] == "manager"]
+    return container
+
+
+def test_manager_runs_non_root_with_runtime_default_seccomp() -> None:
+    pod_context = manager_pod()["securityContext"]
+    assert pod_context["runAsNonRoot"] is True
+    assert pod_context["runAsUser"] != 0
+    assert pod_context["seccompProfile"] == {"type": "RuntimeDefault"}
+    context = manager_container()["securityContext"]
+    assert context["readOnlyRootFilesystem"] is True
+    assert context["allowPrivilegeEscalation"] is False
+    assert context["capabilities"]["drop"] == ["ALL"]
+    assert not context["capabilities"].get("add")
+
+
+def test_tmp_is_a_writable_empty_dir() -> None:
+    """Read-only root: truss pushes stage their files under /tmp."""
+    mounts = {m["mountPath"]: m["name"] for m in manager_container()["volumeMounts"]}
+    volumes = {v["name"]: v for v in manager_pod()["volumes"]}
+    assert "emptyDir" in volumes[mounts["/tmp"]]
+
+
+def test_probes_hit_the_health_server_the_flags_bind() -> None:
+    container = manager_container()
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert f"--health-probe-bind-address=:{ports['health']}" in container["args"]
+    assert f"--metrics-bind-address=:{ports['metrics']}" in container["args"]
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
+    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "health"}
+
+
+def test_api_key_comes_from_the_secret_and_leader_election_is_on() -> None:
+    container = manager_container()
+    env = {e["name"]: e for e in container["env"]}
+    assert env["BASETEN_API_KEY"]["valueFrom"] == {
+        "secretKeyRef": {"name": "baseten-operator-api-key", "key": "api-key"}
+    }
+    assert "--leader-elect" in container["args"]
+    assert manager_pod()["serviceAccountName"] == SERVICE_ACCOUNT
+
+
+# --------------------------------------------------------------------------- least privilege
+
+
+def _resource_of(node: ast.expr) -> Resource | None:
+    return RESOURCES.get(node.id) if isinstance(node, ast.Name) else None
+
+
+def _grant(permissions: Permissions, resource: Resource, suffix: str, verb: str) -> None:
+    permissions.setdefault((resource.group, resource.plural + suffix), set()).add(verb)
+
+
+def permissions_the_code_uses() -> Permissions:
+    """Every `<client>.<verb>(RESOURCE, ...)` call, and list+watch for every informer wired
+    with `<manager>.informer(RESOURCE)` (the reconciler reads everything else from them)."""
+    permissions: Permissions = {}
+    for path in KUBE_CALLERS:
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+                continue
+            resource = _resource_of(node.args[0]) if node.args else None
+            if resource is None:
+                continue
+            if node.func.attr == "informer":
+                _grant(permissions, resource, "", "list")
+                _grant(permissions, resource, "", "watch")
+            elif node.func.attr in CLIENT_VERBS:
+                suffix, verb = CLIENT_VERBS[node.func.attr]
+                _grant(permissions, resource, suffix, verb)
+    return permissions
+
+
+def granted(role: dict[str, Any]) -> Permissions:
+    permissions: Permissions = {}
+    for rule in role["rules"]:
+        for group in rule["apiGroups"]:
+            for resource in rule["resources"]:
+                permissions.setdefault((group, resource), set()).update(rule["verbs"])
+    return permissions
+
+
+def test_the_code_is_what_the_scan_sees() -> None:
+    """Guards the scan itself: the calls below are known to exist."""
+    used = permissions_the_code_uses()
+    assert used[("models.baseten.com", "basetenmodels")] >= {"list", "watch", "patch"}
+    assert used[("models.baseten.com", "basetenmodels/status")] == {"update"}
+    assert used[("coordination.k8s.io", "leases")] == {"get", "create", "update"}
+    assert "create" in used[("", "events")]
+
+
+def test_manager_cluster_role_grants_exactly_what_the_code_uses() -> None:
+    used = permissions_the_code_uses()
+    leases = (LEASES.group, LEASES.plural)
+    cluster_wide = {k: v for k, v in used.items() if k != leases}
+    assert granted(find("ClusterRole", MANAGER_ROLE)) == cluster_wide
+    assert granted(find("Role", LEADER_ELECTION_ROLE)) == {leases: used[leases]}
+
+
+def test_roles_are_bound_to_the_manager_service_account() -> None:
+    subject = {"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": NAMESPACE}
+    cluster_binding = find("ClusterRoleBinding", "baseten-operator-manager-rolebinding")
+    assert cluster_binding["roleRef"]["name"] == MANAGER_ROLE
+    assert cluster_binding["subjects"] == [subject]
+    binding = find("RoleBinding", "baseten-operator-leader-election-rolebinding")
+    assert binding["metadata"]["namespace"] == NAMESPACE
+    assert binding["roleRef"]["name"] == LEADER_ELECTION_ROLE
+    assert binding["subjects"] == [subject]
+    find("ServiceAccount", SERVICE_ACCOUNT)
