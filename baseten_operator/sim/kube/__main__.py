@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import argparse
 import signal
+import sys
 import threading
 from types import FrameType
+
+import structlog
 
 from .server import KubeApiServer
 
@@ -18,6 +21,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--history-limit", type=int, default=10000)
     parser.add_argument("--bookmark-interval", type=float, default=10.0)
     args = parser.parse_args(argv)
+    # stdout carries exactly one line, the URL, for whoever launched us.
+    structlog.configure(logger_factory=structlog.PrintLoggerFactory(sys.stderr))
 
     server = KubeApiServer(
         args.host,

@@ -64,10 +64,11 @@ TABLE = "application/json;as=Table;g=meta.k8s.io;v=v1"
 
 
 class KubeError(Exception):
-    def __init__(self, status: int, body: dict[str, Any]) -> None:
+    def __init__(self, status: int, body: dict[str, Any], headers: dict[str, str]) -> None:
         super().__init__(f"{status}: {body.get('message')}")
         self.status = status
         self.body = body
+        self.headers = headers
 
 
 class EventStream:
@@ -191,7 +192,7 @@ class Kube:
                 status = json.loads(data or b"{}")
             except ValueError:
                 status = {"message": data.decode(errors="replace")}
-            raise KubeError(response.status, status)
+            raise KubeError(response.status, status, dict(response.headers))
         return response
 
     def call(self, method: str, path: str, **kwargs: Any) -> Any:
@@ -218,9 +219,16 @@ class Kube:
         )
 
     def patch(
-        self, res: Res, name: str, body: Any, namespace: str | None = None, *,
-        content_type: str = MERGE, sub: str | None = None, **query: Any,
-    ) -> dict[str, Any]:  # fmt: skip
+        self,
+        res: Res,
+        name: str,
+        body: Any,
+        namespace: str | None = None,
+        *,
+        content_type: str = MERGE,
+        sub: str | None = None,
+        **query: Any,
+    ) -> dict[str, Any]:
         return self.call(
             "PATCH",
             res.path(namespace, name, sub),
