@@ -37,6 +37,7 @@ from baseten_operator.sandbox.waiting import Interrupted, WaitTimeout, wait_unti
 DEFAULT_TIME_SCALE = 0.02
 EXIT_OK = 0
 EXIT_TOUR_FAILED = 1
+EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 DEFAULT_SAMPLES = Path(baseten_operator.__file__).resolve().parent.parent / "config" / "samples"
 
@@ -116,7 +117,11 @@ def run_sandbox(args: argparse.Namespace) -> int:
         health_probe_bind_address=args.health_probe_bind_address,
         log_level=args.log_level,
     )
-    samples = load_samples(Path(args.samples))
+    samples_dir = Path(args.samples)
+    if not (samples_dir / "kustomization.yaml").is_file():
+        console.line(f"sandbox: no kustomization.yaml in {samples_dir} (see --samples)")
+        return EXIT_USAGE
+    samples = load_samples(samples_dir)
     timeout = args.step_timeout or step_timeout(args.time_scale)
     sandbox = Sandbox(settings)
     events = EventLog()

@@ -355,6 +355,8 @@ def summary_lines(results: list[StepResult], wall_seconds: float, audit_writes: 
             f"  {result.outcome.upper():<8}{result.number}. {result.title:<45}"
             f"{result.seconds:6.1f}s"
         )
+        if result.outcome == "failed":
+            lines.append(f"          {result.detail}")
     lines += [
         "",
         f"  steps passed: {passed}/{len(results)}",
