@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from e2e_harness import Stack, wait_for
 
@@ -49,6 +51,6 @@ def test_ui_change_is_reverted_with_an_event(stack: Stack) -> None:
     )
 
 
-def _settings_if(stack: Stack, model_id: str, **expected: int) -> dict | None:
+def _settings_if(stack: Stack, model_id: str, **expected: int) -> dict[str, Any] | None:
     settings = stack.sim.environment(model_id, "production")["autoscaling_settings"]
     return settings if all(settings.get(k) == v for k, v in expected.items()) else None

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
-from e2e_harness import Stack, wait_for
+from e2e_harness import Stack, status_of, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -47,7 +48,7 @@ def test_pause_leaves_drift_alone_until_resumed(stack: Stack) -> None:
     settings = stack.sim.environment(model_id, "production")["autoscaling_settings"]
     assert (settings["min_replica"], settings["max_replica"]) == (2, 3)
     assert stack.sim.writes_for_model(model_id) == writes_before
-    assert stack.get_bm(namespace, "pause")["status"]["deploymentStatus"] == "PAUSED"
+    assert status_of(stack.get_bm(namespace, "pause"))["deploymentStatus"] == "PAUSED"
 
     _patch_spec(stack, namespace, {"mode": "Reconcile"})
     wait_for(
@@ -65,7 +66,7 @@ def test_pause_leaves_drift_alone_until_resumed(stack: Stack) -> None:
     assert not resumed["status"]["message"].startswith("reconciliation paused")
 
 
-def _patch_spec(stack: Stack, namespace: str, spec: dict) -> dict:
+def _patch_spec(stack: Stack, namespace: str, spec: dict[str, Any]) -> dict[str, Any]:
     done = stack.kubectl.run(
         "patch",
         "bm",
@@ -78,7 +79,7 @@ def _patch_spec(stack: Stack, namespace: str, spec: dict) -> dict:
         "-o",
         "json",
     )
-    result: dict = json.loads(done.stdout)
+    result: dict[str, Any] = json.loads(done.stdout)
     return result
 
 
