@@ -73,6 +73,7 @@ class Sandbox:
         )
         self._log_stream: IO[str] | None = None
         self._kube: KubeClient | None = None
+        self._operator_kube: KubeClient | None = None
         self._manager: Manager | None = None
         self._account: SeededAccount | None = None
         self._lease_released: bool | None = None
@@ -123,9 +124,10 @@ class Sandbox:
         os.environ[BASE_URL_ENV] = self.simulator.api_url
 
         clock = RealClock()
+        self._operator_kube = KubeClient.from_kubeconfig(str(self.settings.kubeconfig))
         self._manager = build_operator(
             self.operator_options,
-            kube=KubeClient.from_kubeconfig(str(self.settings.kubeconfig)),
+            kube=self._operator_kube,
             baseten=BasetenClient.from_env(clock=clock),
             clock=clock,
         )
@@ -138,9 +140,10 @@ class Sandbox:
             self._manager.stop()
             self._lease_released = self._lease_has_no_holder()
             self._manager = None
-        if self._kube is not None:
-            self._kube.close()
-            self._kube = None
+        for client in (self._operator_kube, self._kube):
+            if client is not None:
+                client.close()
+        self._operator_kube = self._kube = None
         self.simulator.stop()
         self.kube_server.stop()
         if self._log_stream is not None:
