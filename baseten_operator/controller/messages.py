@@ -280,7 +280,8 @@ def configmap_key_not_found(key: str, name: str) -> str:
     return f"key '{key}' not found in ConfigMap '{name}'"
 
 
-def setup_script_failed(ap: str, detail: str) -> str:
+def push_preparation_failed(ap: str, detail: str) -> str:
+    """A push that cannot start: setup script missing, or a config truss would refuse."""
     return f"{ap}truss push failed: {detail}"
 
 

@@ -27,9 +27,11 @@ from baseten_operator.controller.context import (
     raise_if_model_gone,
 )
 from baseten_operator.controller.model_id import remember_model_id
+from baseten_operator.controller.push_preflight import push_problem
 from baseten_operator.controller.retries import parse_timestamp, timestamp
 from baseten_operator.controller.source import track_source
 from baseten_operator.controller.timing import go_duration
+from baseten_operator.runtime.controller import TerminalError
 from baseten_operator.truss.naming import config_hash, name_for_hash
 from baseten_operator.truss.pusher import PushOutcome, PushRequest
 
@@ -87,7 +89,7 @@ def resolve_truss_source(p: Pass, model_id: str | None) -> str:
     try:
         source = expected_truss_source(p)
     except SetupScriptError as error:
-        message = messages.setup_script_failed(ap, str(error))
+        message = messages.push_preparation_failed(ap, str(error))
         p.set(FAILED, message)
         p.event(EventReason.SETUP_SCRIPT_NOT_FOUND, message)
         raise ReconcileError(message) from error
@@ -168,6 +170,15 @@ def _push(p: Pass, model_id: str | None, ap: str, source: TrussSource) -> NoRetu
         and status.truss_config_hash == source.hash
         and status.source_deployment_name == name
     )
+    truss_config = p.spec.truss_config
+    assert truss_config is not None
+    problem = push_problem(p.spec.model_name, p.env, truss_config)
+    if problem is not None:
+        # truss would refuse it minutes from now with a cryptic error; only a spec edit helps.
+        message = messages.push_preparation_failed(ap, problem)
+        p.set(FAILED, message)
+        p.event(EventReason.TRUSS_PUSH_FAILED, message)
+        raise TerminalError(message)
     in_flight = pusher is not None and pusher.in_flight(name)
     if in_flight and not ours:
         # Same config in another environment: one push, one name.
@@ -184,6 +195,8 @@ def _push(p: Pass, model_id: str | None, ap: str, source: TrussSource) -> NoRetu
             messages.push_timed_out_event(name, go_duration(timing.nominal(elapsed))),
         )
 
+    # The backoff below belongs to this name's failed pushes: a new name starts afresh.
+    track_source(p, name)
     next_retry = parse_timestamp(status.next_retry_time)
     if next_retry is not None and now < next_retry:
         raise Requeue(next_retry - now)  # backing off after a failed push
@@ -191,7 +204,6 @@ def _push(p: Pass, model_id: str | None, ap: str, source: TrussSource) -> NoRetu
         p.set(PENDING, messages.waiting_for_push_capacity(ap, name))
         raise Requeue(timing.push_poll)
 
-    track_source(p, name)
     status.truss_push_status = TRUSS_PUSHING
     status.truss_push_time = timestamp(now)
     status.truss_config_hash = source.hash

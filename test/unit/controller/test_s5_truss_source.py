@@ -9,13 +9,27 @@ from baseten_operator.baseten.errors import BasetenAPIError
 SCRIPT = (
     "#!/bin/bash\nset -e\npip install -r /app/data/requirements.txt && echo ready > /tmp/ready\n"
 )
-TRUSS = {
+# reference/hash-compat.md vector 1: the seed's short example, which truss 0.18 would refuse
+# to push (no start command or probes) but which names an existing deployment just fine.
+VECTOR_1 = {
     "resources": {"accelerator": "H100:1"},
     "baseImage": {"image": "us-docker.pkg.dev/my-project/my-repo/vllm:0.16.0"},
     "dockerServer": {"predictEndpoint": "/v1/completions", "serverPort": 8000},
     "setupScript": {"configMapRef": {"name": "my-model-setup", "key": "setup.sh"}},
 }
-NAME = "depl-vllm-0.16.0-e92a0daf"  # reference/hash-compat.md vector 1
+VECTOR_1_NAME = "depl-vllm-0.16.0-e92a0daf"
+# The same with the docker_server fields truss requires: what the push tests push.
+TRUSS = {
+    **VECTOR_1,
+    "dockerServer": {
+        "startCommand": "sh -c 'bash /app/data/setup.sh'",
+        "readinessEndpoint": "/health",
+        "livenessEndpoint": "/health",
+        "predictEndpoint": "/v1/completions",
+        "serverPort": 8000,
+    },
+}
+NAME = "depl-vllm-0.16.0-68322655"
 KEY = "default/my-model"
 
 
@@ -30,7 +44,18 @@ def t(h):
     return h
 
 
-def test_new_model_is_pushed_with_the_go_compatible_name(t) -> None:
+def test_go_operator_deployment_is_found_by_its_compatible_name(h) -> None:
+    h.configmaps.add("my-model-setup", {"setup.sh": SCRIPT})
+    h.create({**truss_spec(), "trussConfig": VECTOR_1})
+    h.baseten.add_model()
+    h.baseten.add_deployment(name=VECTOR_1_NAME)
+    h.run()
+    assert h.pusher.launched == []
+    assert h.status()["sourceDeploymentName"] == VECTOR_1_NAME
+    assert h.status()["trussPushStatus"] == "TRUSS_PUSH_DONE"
+
+
+def test_new_model_is_pushed(t) -> None:
     assert t.run().requeue_after == 10
     (request,) = t.pusher.launched
     assert request.deployment_name == NAME
@@ -47,7 +72,7 @@ def test_new_model_is_pushed_with_the_go_compatible_name(t) -> None:
     )
     status = t.status()
     assert status["trussPushStatus"] == "TRUSS_PUSHING"
-    assert status["trussConfigHash"] == "e92a0daf"
+    assert status["trussConfigHash"] == "68322655"
     assert status["sourceDeploymentName"] == NAME
     assert status["trussPushTime"] == "2026-01-01T00:00:00Z"
     # persisted before the launch; nothing more to write afterwards
