@@ -10,6 +10,7 @@ import contextlib
 import json
 import select
 import socket
+import threading
 import time
 from dataclasses import dataclass
 from http import HTTPStatus
@@ -61,7 +62,27 @@ class KubeHTTPServer(ThreadingHTTPServer):
 
     def __init__(self, address: tuple[str, int], api: KubeApiServer) -> None:
         self.api = api
+        self._open: set[socket.socket] = set()
+        self._open_lock = threading.Lock()
         super().__init__(address, KubeRequestHandler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self._open_lock:
+            self._open.add(request)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request: Any) -> None:
+        with self._open_lock:
+            self._open.discard(request)
+        super().shutdown_request(request)
+
+    def close_connections(self) -> None:
+        """Hang up on every client, as a stopping API server does (keep-alive included)."""
+        with self._open_lock:
+            connections = list(self._open)
+        for connection in connections:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         # A client hanging up mid-request is routine (watch readers do it all the time).

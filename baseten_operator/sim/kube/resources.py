@@ -124,16 +124,26 @@ class ResourceType:
 
 CRD_GROUP = "apiextensions.k8s.io"
 
+EVENT_COLUMNS = (
+    PrinterColumn("Last Seen", "date", ".lastTimestamp"),
+    PrinterColumn("Type", "string", ".type"),
+    PrinterColumn("Reason", "string", ".reason"),
+    PrinterColumn("Object", "string", ".involvedObject.name"),
+    PrinterColumn("Message", "string", ".message"),
+)
+
 BUILTINS: tuple[ResourceType, ...] = (
     ResourceType("", "v1", "namespaces", "Namespace", namespaced=False, short_names=("ns",),
-                 status_subresource=True),
+                 status_subresource=True,
+                 columns=(PrinterColumn("Status", "string", ".status.phase"), AGE_COLUMN)),
     ResourceType("", "v1", "configmaps", "ConfigMap", short_names=("cm",)),
     ResourceType("", "v1", "secrets", "Secret"),
     ResourceType("", "v1", "events", "Event", short_names=("ev",),
-                 field_labels=events.CORE_FIELD_LABELS),
+                 field_labels=events.CORE_FIELD_LABELS, columns=EVENT_COLUMNS),
     ResourceType("events.k8s.io", "v1", "events", "Event", short_names=("ev",),
                  storage_group="", storage_version="v1", convert=events.convert),
-    ResourceType("coordination.k8s.io", "v1", "leases", "Lease"),
+    ResourceType("coordination.k8s.io", "v1", "leases", "Lease",
+                 columns=(PrinterColumn("Holder", "string", ".spec.holderIdentity"), AGE_COLUMN)),
     ResourceType(CRD_GROUP, "v1", "customresourcedefinitions", "CustomResourceDefinition",
                  namespaced=False, short_names=("crd", "crds"), categories=("api-extensions",),
                  status_subresource=True, generation=True),

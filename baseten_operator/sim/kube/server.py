@@ -48,6 +48,8 @@ class KubeApiServer:
 
     def start(self) -> str:
         self._httpd = KubeHTTPServer((self.host, self.port), self)
+        # A later start() after stop() comes back on the same port with the same state.
+        self.port = int(self._httpd.server_address[1])
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True,
             name="kube-emulator",
@@ -62,6 +64,7 @@ class KubeApiServer:
         self.store.drop_watches("graceful")
         self._httpd.shutdown()
         self._httpd.server_close()
+        self._httpd.close_connections()
         if self._thread is not None:
             self._thread.join(timeout=5)
         self._httpd = None

@@ -181,3 +181,30 @@ def test_standalone_server_runs_until_sigterm(tmp_path: Path):
     finally:
         if process.poll() is None:
             process.kill()
+
+
+def test_stop_hangs_up_and_start_resumes_on_the_same_port(tmp_path: Path):
+    server = KubeApiServer()
+    url = server.start()
+    try:
+        from kubernetes import client
+
+        core = client.CoreV1Api(
+            config.new_client_from_config(server.write_kubeconfig(tmp_path / "kc"))
+        )
+        core.create_namespace({"metadata": {"name": "kept"}})
+        server.stop()
+        with pytest.raises(Exception):  # noqa: B017 - urllib3 raises several connection errors
+            core.list_namespace(_request_timeout=2)
+        assert server.start() == url
+        assert "kept" in {n.metadata.name for n in core.list_namespace().items}
+    finally:
+        server.stop()
+
+
+def test_builtin_tables_have_their_usual_columns(kube, namespace):
+    table = kube.call("GET", kube.NAMESPACES.path(), accept=kube.TABLE)
+    assert [c["name"] for c in table["columnDefinitions"]] == ["Name", "Status", "Age"]
+    row = next(r for r in table["rows"] if r["cells"][0] == namespace)
+    assert row["cells"][1] == "Active"
+    assert row["object"]["kind"] == "PartialObjectMetadata"
