@@ -13,7 +13,7 @@ from baseten_operator.controller.timing import Timing
 from baseten_operator.controller.truss_source import setup_script_configmap
 from baseten_operator.runtime.client import CONFIGMAPS
 from baseten_operator.runtime.clock import Clock
-from baseten_operator.runtime.controller import Controller, Request
+from baseten_operator.runtime.controller import Controller, Request, ignore_status_only_updates
 from baseten_operator.runtime.informer import Informer
 from baseten_operator.truss.pusher import PushOutcome
 
@@ -97,6 +97,8 @@ def build_controller(
         BasetenModelReconciler(deps),
         max_concurrent_reconciles=max_concurrent_reconciles,
         clock=clock,
+        # The reconciler is the only writer of status and always says when to look again.
+        update_filter=ignore_status_only_updates,
     )
     controller.watch(configmaps, requests_for_configmap(models))
     return controller

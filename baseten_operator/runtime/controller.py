@@ -75,6 +75,30 @@ class EventSource(Protocol):
 
 
 MapFunc = Callable[[dict], Iterable[Request]]
+UpdateFilter = Callable[[dict, dict], bool]  # (old, new) -> enqueue?
+
+# Fields every write changes whatever it wrote: they say nothing about what changed.
+_BOOKKEEPING = ("resourceVersion", "managedFields")
+
+
+def _without_status(obj: dict) -> dict:
+    metadata = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in _BOOKKEEPING}
+    return {**{k: v for k, v in obj.items() if k != "status"}, "metadata": metadata}
+
+
+def ignore_status_only_updates(old: dict, new: dict) -> bool:
+    """An update filter for a controller that owns its objects' status.
+
+    Its own status write comes back as a watch event; reconciling on it again would
+    act on a cache that may not yet show the effect of the pass that wrote it (a
+    settings PATCH Baseten applies asynchronously, a model just deleted) and repeat
+    the side effect. Spec, label, annotation, finalizer and deletion changes still
+    pass, and so does a resync (the same resourceVersion on both sides).
+    """
+    old_version = (old.get("metadata") or {}).get("resourceVersion")
+    if old_version == (new.get("metadata") or {}).get("resourceVersion"):
+        return True
+    return _without_status(old) != _without_status(new)
 
 
 class Controller:
@@ -87,6 +111,7 @@ class Controller:
         max_concurrent_reconciles: int = 5,
         queue: RateLimitingQueue | None = None,
         clock: Clock | None = None,
+        update_filter: UpdateFilter | None = None,
     ) -> None:
         if max_concurrent_reconciles < 1:
             raise ValueError("max_concurrent_reconciles must be at least 1")
@@ -111,7 +136,7 @@ class Controller:
         self._active_workers = metrics.ACTIVE_WORKERS.labels(controller=name)
         metrics.MAX_CONCURRENT_RECONCILES.labels(controller=name).set(max_concurrent_reconciles)
 
-        self.watch(informer, lambda obj: [Request.for_object(obj)])
+        self.watch(informer, lambda obj: [Request.for_object(obj)], update_filter=update_filter)
 
     @property
     def name(self) -> str:
@@ -121,8 +146,13 @@ class Controller:
     def queue(self) -> RateLimitingQueue:
         return self._queue
 
-    def watch(self, informer: EventSource, map_fn: MapFunc) -> None:
-        """Enqueue whatever `map_fn` returns for each add, update (old and new) and delete."""
+    def watch(
+        self, informer: EventSource, map_fn: MapFunc, *, update_filter: UpdateFilter | None = None
+    ) -> None:
+        """Enqueue whatever `map_fn` returns for each add, update (old and new) and delete.
+
+        `update_filter(old, new)` returning False drops that update.
+        """
 
         def enqueue_mapped(obj: dict) -> None:
             try:
@@ -135,6 +165,8 @@ class Controller:
                 self._queue.add(request)
 
         def on_update(old: dict, new: dict) -> None:
+            if update_filter is not None and not update_filter(old, new):
+                return
             # Both sides: an object that stops referring to a primary must reach it too.
             enqueue_mapped(old)
             enqueue_mapped(new)

@@ -356,3 +356,56 @@ def test_workers_run_in_parallel_but_never_on_the_same_key(
     assert not overlaps
     assert peak[0] >= 2
     assert reconciler.count("ns/first") == reconciler.count("ns/second") == 1
+
+
+def test_status_only_updates_are_filtered_out_but_everything_else_passes() -> None:
+    from baseten_operator.runtime.controller import ignore_status_only_updates
+
+    def cr(rv: str, **parts: Any) -> dict[str, Any]:
+        obj: dict[str, Any] = {
+            "metadata": {"name": "a", "resourceVersion": rv, "generation": 1, "finalizers": []},
+            "spec": {"x": 1},
+            "status": {"message": "old"},
+        }
+        for key, value in parts.items():
+            section, field = key.split("__")
+            obj[section][field] = value
+        return obj
+
+    old = cr("1")
+    assert not ignore_status_only_updates(old, cr("2", status__message="new"))
+    assert ignore_status_only_updates(old, cr("2", spec__x=2, metadata__generation=2))
+    assert ignore_status_only_updates(old, cr("2", metadata__finalizers=["f"]))
+    assert ignore_status_only_updates(old, cr("2", metadata__deletionTimestamp="t"))
+    assert ignore_status_only_updates(old, cr("2", metadata__labels={"a": "b"}))
+    assert ignore_status_only_updates(old, cr("1"))  # a resync re-delivers the same version
+
+
+def test_an_update_filter_drops_updates_it_refuses(
+    informer_factory: Callable[..., Any],
+    clock: FakeClock,
+    unique_name: str,
+    obj: Any,
+    wait_until: WaitUntil,
+) -> None:
+    reconciler = ScriptedReconciler()
+    informer = informer_factory()
+    controller = Controller(
+        unique_name,
+        informer,
+        reconciler,
+        clock=clock,
+        update_filter=lambda old, new: new["metadata"].get("generation") != 1,
+    )
+    controller.start()
+    try:
+        informer.fire_add(obj("a", "ns1"))
+        wait_until(lambda: reconciler.count("ns1/a") == 1)
+        informer.fire_update(obj("a", "ns1"), obj("a", "ns1"))  # refused by the filter
+        informer.fire_add(obj("b", "ns1"))  # one worker, FIFO: a refused "a" would run first
+        wait_until(lambda: reconciler.count("ns1/b") == 1)
+        assert reconciler.count("ns1/a") == 1
+        informer.fire_update(obj("a", "ns1"), obj("a", "ns1", generation=2))
+        wait_until(lambda: reconciler.count("ns1/a") == 2)
+    finally:
+        controller.stop(drain_timeout=0)
