@@ -401,7 +401,7 @@ def test_an_update_filter_drops_updates_it_refuses(
     try:
         informer.fire_add(obj("a", "ns1"))
         wait_until(lambda: reconciler.count("ns1/a") == 1)
-        informer.fire_update(obj("a", "ns1"), obj("a", "ns1"))  # refused by the filter
+        informer.fire_update(obj("a", "ns1"), obj("a", "ns1", generation=1))  # refused
         informer.fire_add(obj("b", "ns1"))  # one worker, FIFO: a refused "a" would run first
         wait_until(lambda: reconciler.count("ns1/b") == 1)
         assert reconciler.count("ns1/a") == 1
