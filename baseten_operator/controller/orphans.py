@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 import structlog
+from pydantic import ValidationError
 
 from baseten_operator.api.constants import INACTIVE, TERMINAL_FAILURES, EventReason
-from baseten_operator.api.types import OrphanDeploymentCleanup
+from baseten_operator.api.types import OrphanDeploymentCleanup, TrussConfig
 from baseten_operator.baseten.errors import BasetenAPIError
 from baseten_operator.baseten.models import DeploymentV1, EnvironmentV1
 from baseten_operator.controller import messages
@@ -18,6 +20,7 @@ from baseten_operator.controller.telemetry import (
     count_orphans,
     record_orphans_holding_replicas,
 )
+from baseten_operator.controller.truss_source import SetupScriptError, truss_source_for
 
 log = structlog.get_logger(__name__)
 
@@ -75,10 +78,26 @@ def protected_sources(p: Pass, source: str) -> set[str]:
         meta = sibling.get("metadata", {})
         if (meta.get("namespace"), meta.get("name")) == (p.namespace, p.name):
             continue
-        spec_source = (sibling.get("spec") or {}).get("sourceDeploymentName")
         status_source = (sibling.get("status") or {}).get("sourceDeploymentName")
+        spec_source = _sibling_spec_source(p, meta.get("namespace") or "", sibling)
         sources.update(s for s in (spec_source, status_source) if s)
     return sources
+
+
+def _sibling_spec_source(p: Pass, namespace: str, sibling: dict[str, Any]) -> str | None:
+    """The source a sibling's spec asks for; for a trussConfig, the name its push would have.
+
+    A sibling in Observe or Pause, or one not reconciled yet, has no source in its status:
+    its spec is the only place that says which deployment it is about to promote.
+    """
+    spec = sibling.get("spec") or {}
+    if spec.get("sourceDeploymentName"):
+        return str(spec["sourceDeploymentName"])
+    try:
+        truss_config = TrussConfig.model_validate(spec.get("trussConfig"))
+        return truss_source_for(p.deps.configmaps, namespace, truss_config).name
+    except (ValidationError, SetupScriptError):
+        return None  # an unreadable sibling protects what its status names
 
 
 def _holds_replicas(deployment: DeploymentV1) -> bool:

@@ -21,6 +21,7 @@ from baseten_operator.api.types import TrussConfig, to_wire
 from baseten_operator.baseten.errors import BasetenAPIError
 from baseten_operator.controller import messages
 from baseten_operator.controller.context import (
+    ObjectCache,
     Pass,
     ReconcileError,
     Requeue,
@@ -57,14 +58,14 @@ def setup_script_configmap(namespace: str, spec: dict[str, Any]) -> str | None:
     return f"{namespace}/{name}" if name else None
 
 
-def read_setup_script(p: Pass, truss_config: TrussConfig) -> str:
+def read_setup_script(configmaps: ObjectCache, namespace: str, truss_config: TrussConfig) -> str:
     script = truss_config.setup_script
     if script is None:
         return ""
     ref = script.config_map_ref
     if ref is None:
         return script.inline or ""
-    configmap = p.deps.configmaps.get(p.namespace, ref.name)
+    configmap = configmaps.get(namespace, ref.name)
     if configmap is None:
         raise SetupScriptError(messages.configmap_not_found(ref.name))
     data = configmap.get("data") or {}
@@ -73,14 +74,20 @@ def read_setup_script(p: Pass, truss_config: TrussConfig) -> str:
     return str(data[ref.key])
 
 
-def expected_truss_source(p: Pass) -> TrussSource:
-    """The deployment the spec's trussConfig names (no push); SetupScriptError if unreadable."""
-    truss_config = p.spec.truss_config
-    assert truss_config is not None
-    script = read_setup_script(p, truss_config)
+def truss_source_for(
+    configmaps: ObjectCache, namespace: str, truss_config: TrussConfig
+) -> TrussSource:
+    """The deployment a trussConfig names (no push); SetupScriptError if its script is missing."""
+    script = read_setup_script(configmaps, namespace, truss_config)
     config = to_wire(truss_config)
     hash_ = config_hash(config, script)
     return TrussSource(config, script, hash_, name_for_hash(truss_config.base_image.image, hash_))
+
+
+def expected_truss_source(p: Pass) -> TrussSource:
+    """The deployment this pass's trussConfig names."""
+    assert p.spec.truss_config is not None
+    return truss_source_for(p.deps.configmaps, p.namespace, p.spec.truss_config)
 
 
 def resolve_truss_source(p: Pass, model_id: str | None) -> str:
