@@ -363,7 +363,11 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
         if target.rt.namespaced and target.namespace is None:
             raise errors.method_not_allowed("create needs a namespace in the path")
         obj = self.server.api.store.create(
-            target.rt, target.namespace, self._parse_body(raw), dry_run=_dry_run(query)
+            target.rt,
+            target.namespace,
+            self._parse_body(raw),
+            dry_run=_dry_run(query),
+            strict=_strict(query),
         )
         self._respond_object(201, target.rt, obj, query)
 
@@ -376,6 +380,7 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
             self._parse_body(raw),
             subresource=target.subresource,
             dry_run=_dry_run(query),
+            strict=_strict(query),
         )
         self._respond_object(200, target.rt, obj, query)
 
@@ -396,6 +401,7 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
             self._parse_body(raw),
             subresource=target.subresource,
             dry_run=_dry_run(query),
+            strict=_strict(query),
         )
         self._respond_object(201 if created else 200, target.rt, obj, query)
 
@@ -555,6 +561,10 @@ def _no_such_path() -> ApiError:
 
 def _dry_run(query: dict[str, str]) -> bool:
     return query.get("dryRun") == "All"
+
+
+def _strict(query: dict[str, str]) -> bool:
+    return query.get("fieldValidation") == "Strict"
 
 
 def _verb(method: str, target: Target, query: dict[str, str]) -> str:

@@ -15,6 +15,7 @@ import random
 import threading
 import uuid
 from collections import deque
+from collections.abc import Iterator
 from typing import Any
 
 import structlog
@@ -275,10 +276,17 @@ class Store:
     # ---- create ---------------------------------------------------------------------
 
     def create(
-        self, rt: ResourceType, namespace: str | None, body: Obj, *, dry_run: bool = False
+        self,
+        rt: ResourceType,
+        namespace: str | None,
+        body: Obj,
+        *,
+        dry_run: bool = False,
+        strict: bool = False,
     ) -> Obj:
+        """`strict` is fieldValidation=Strict: unknown fields fail instead of being pruned."""
         with self.lock:
-            obj = self._new_object(rt, namespace, body)
+            obj = self._new_object(rt, namespace, body, strict)
             if dry_run:
                 return obj
             obj = self._put(rt, obj, None)
@@ -286,7 +294,9 @@ class Store:
                 self._register_crd(obj)
             return obj
 
-    def _new_object(self, rt: ResourceType, namespace: str | None, body: Obj) -> Obj:
+    def _new_object(
+        self, rt: ResourceType, namespace: str | None, body: Obj, strict: bool = False
+    ) -> Obj:
         obj = _checked_body(rt, body)
         meta = obj.setdefault("metadata", {})
         if rt.namespaced:
@@ -320,7 +330,7 @@ class Store:
             meta["generation"] = 1
         if rt.status_subresource:
             obj.pop("status", None)
-        self._prepare(rt, obj, None)
+        self._prepare(rt, obj, None, strict)
         return obj
 
     def _generated_name(self, rt: ResourceType, namespace: str | None, prefix: str) -> str:
@@ -342,7 +352,7 @@ class Store:
 
     # ---- type-specific preparation (validation, defaults, server-owned fields) -------
 
-    def _prepare(self, rt: ResourceType, obj: Obj, old: Obj | None) -> None:
+    def _prepare(self, rt: ResourceType, obj: Obj, old: Obj | None, strict: bool = False) -> None:
         meta = obj["metadata"]
         name = meta.get("name", "")
         causes = name_causes(name, label=rt.plural == "namespaces") if old is None else []
@@ -350,7 +360,7 @@ class Store:
         if causes:
             raise errors.invalid(rt.kind, rt.group, name, causes)
         if rt.schema is not None:
-            self._apply_schema(rt, obj, old)
+            self._apply_schema(rt, obj, old, strict)
         if rt.storage_key == ("", "namespaces"):
             _prepare_namespace(obj)
         elif rt.storage_key == CRD_TYPE_KEY:
@@ -362,7 +372,7 @@ class Store:
                     "create not allowed while custom resource definition is terminating"
                 )
 
-    def _apply_schema(self, rt: ResourceType, obj: Obj, old: Obj | None) -> None:
+    def _apply_schema(self, rt: ResourceType, obj: Obj, old: Obj | None, strict: bool) -> None:
         try:
             from .schema import apply_structural_schema
         except ImportError:  # the structural-schema module is optional
@@ -370,8 +380,15 @@ class Store:
         assert rt.schema is not None
         # The schema governs the payload; metadata, apiVersion and kind are the server's.
         kept = {k: obj[k] for k in ("apiVersion", "kind", "metadata") if k in obj}
+        before = clone(obj) if strict else None
         causes = apply_structural_schema(rt.schema, obj, old)
         obj.update(kept)
+        unknown = list(_pruned_paths(before, obj, "")) if before is not None else []
+        if unknown:
+            raise errors.bad_request(
+                f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
+                + ", ".join(f'strict decoding error: unknown field "{p}"' for p in unknown)
+            )
         if causes:
             raise errors.invalid(
                 rt.kind, rt.group, kept["metadata"].get("name", ""), [dict(c) for c in causes]
@@ -459,11 +476,14 @@ class Store:
         *,
         subresource: str | None = None,
         dry_run: bool = False,
+        strict: bool = False,
     ) -> Obj:
         with self.lock:
             current = self._current(rt, namespace, name)
             body = _checked_body(rt, body)
-            return self._write(rt, current, body, subresource, dry_run, rt.unconditional_update)
+            return self._write(
+                rt, current, body, subresource, dry_run, rt.unconditional_update, strict
+            )
 
     def patch(
         self,
@@ -475,6 +495,7 @@ class Store:
         *,
         subresource: str | None = None,
         dry_run: bool = False,
+        strict: bool = False,
     ) -> tuple[Obj, bool]:
         """Returns (object, created): server-side apply may create."""
         with self.lock:
@@ -488,7 +509,7 @@ class Store:
             if patch_type == "apply" and key not in self._bucket(rt):
                 if not isinstance(patch, dict):
                     raise errors.bad_request("an applied configuration must be an object")
-                return self.create(rt, namespace, patch, dry_run=dry_run), True
+                return self.create(rt, namespace, patch, dry_run=dry_run, strict=strict), True
             current = self._current(rt, namespace, name)
             if patch_type == "json":
                 patched = json_patch(current, patch)
@@ -505,7 +526,7 @@ class Store:
             if wanted not in (None, "", current_rv):
                 raise errors.conflict(rt.plural, rt.group, name, errors.STALE_OBJECT)
             patched["metadata"]["resourceVersion"] = current_rv
-            return self._write(rt, current, patched, subresource, dry_run, True), False
+            return self._write(rt, current, patched, subresource, dry_run, True, strict), False
 
     def _write(
         self,
@@ -515,6 +536,7 @@ class Store:
         subresource: str | None,
         dry_run: bool,
         unconditional_ok: bool,
+        strict: bool = False,
     ) -> Obj:
         meta = body.get("metadata") or {}
         old_meta = current["metadata"]
@@ -563,7 +585,7 @@ class Store:
                     "Forbidden: no new finalizers can be added if the object is being deleted, "
                     "found new finalizers []string{" + ", ".join(f'"{f}"' for f in added) + "}",
                 )  # fmt: skip
-        self._prepare(rt, candidate, current)
+        self._prepare(rt, candidate, current, strict)
         if rt.generation and _spec_part(candidate) != _spec_part(current):
             candidate["metadata"]["generation"] = old_meta.get("generation", 0) + 1
         if candidate == current:
@@ -706,6 +728,21 @@ class Store:
             self._remove(rt, obj)
         else:
             self._put(rt, obj, rt.from_storage(stored))
+
+
+def _pruned_paths(before: Any, after: Any, path: str) -> Iterator[str]:
+    """Fields of `before` that pruning removed (nulls aside: dropping those is not an error)."""
+    if isinstance(before, dict) and isinstance(after, dict):
+        for key, value in before.items():
+            child = f"{path}.{key}" if path else key
+            if key not in after:
+                if value is not None:
+                    yield child
+            else:
+                yield from _pruned_paths(value, after[key], child)
+    elif isinstance(before, list) and isinstance(after, list) and len(before) == len(after):
+        for index, (old, new) in enumerate(zip(before, after, strict=True)):
+            yield from _pruned_paths(old, new, f"{path}[{index}]")
 
 
 def _rule_compile_causes(versions: list[Obj]) -> list[Obj]:

@@ -659,3 +659,14 @@ def test_protobuf_bodies_are_refused_with_advice(kube, emulator, namespace):
             content_type="application/vnd.kubernetes.protobuf",
         )
     assert refused.value.status == 415 and "kubectl apply -f" in refused.value.body["message"]
+
+
+def test_strict_field_validation_rejects_unknown_fields(kube, namespace):
+    body = _widget("strict")
+    body["spec"]["sise"] = 3
+    with pytest.raises(kube.Error) as rejected:
+        kube.create(kube.WIDGETS, body, namespace, fieldValidation="Strict")
+    assert rejected.value.status == 400
+    assert 'unknown field "spec.sise"' in rejected.value.body["message"]
+    created = kube.create(kube.WIDGETS, body, namespace, fieldValidation="Ignore")
+    assert "sise" not in created["spec"]

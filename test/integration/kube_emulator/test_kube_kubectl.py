@@ -211,3 +211,11 @@ def test_configmaps_apply_and_protobuf_generators_get_advice(kubectl, tmp_path):
     assert kubectl("get", "configmap", "cm1", "-o", "jsonpath={.data.k}") == "w"
     generated = kubectl.run("create", "configmap", "gen", "--from-literal=a=b")
     assert generated.returncode != 0 and "kubectl apply -f" in generated.stderr
+
+
+def test_apply_rejects_a_typo_in_a_manifest(kubectl, tmp_path):
+    manifest = tmp_path / "typo.yaml"
+    manifest.write_text(CR.format(name="typo", size=2).replace("color: red", "colour: red"))
+    applied = kubectl.run("apply", "-f", str(manifest))
+    assert applied.returncode != 0 and 'unknown field "spec.colour"' in applied.stderr
+    assert kubectl.run("get", "widget", "typo").returncode != 0
