@@ -8,6 +8,7 @@ from dataclasses import dataclass
 MINUTE = 60.0
 HOUR = 60 * MINUTE
 DAY = 24 * HOUR
+PUSH_FLOOR = 60.0
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,9 @@ class Timing:
             for field in dataclasses.fields(cls)
             if field.name not in ("retry_jitter", "scale")
         }
+        # A push is a real child process (importing truss alone takes seconds): its kill
+        # timeout keeps a real-time floor, or a fast time scale would kill every push.
+        scaled["push_timeout"] = max(scaled["push_timeout"], min(base.push_timeout, PUSH_FLOOR))
         return cls(**scaled, scale=time_scale)
 
     def retry_delay(self, attempt: int, jitter_fraction: float) -> float:

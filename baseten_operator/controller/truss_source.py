@@ -143,7 +143,9 @@ def _collect_outcome(p: Pass, ap: str, source: TrussSource) -> None:
     if outcome.succeeded:
         if outcome.model_id and not p.status.model_id:
             remember_model_id(p, outcome.model_id)
-        p.event(EventReason.TRUSS_PUSH_COMPLETED, messages.push_completed_event(source.name))
+        if p.status.truss_push_status == TRUSS_PUSHING:
+            # Unless a pass already found the deployment (and said so) while the push ran.
+            p.event(EventReason.TRUSS_PUSH_COMPLETED, messages.push_completed_event(source.name))
         _mark_pushed(p, source)
         return
     _push_failed(p, ap, source.name, outcome.error or "unknown error")

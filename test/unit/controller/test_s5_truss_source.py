@@ -123,6 +123,18 @@ def test_push_success_records_model_and_done(t) -> None:
     assert t.message() == "Created environment production"
 
 
+def test_completion_is_announced_once_when_a_pass_found_the_deployment_first(t) -> None:
+    t.baseten.add_model()
+    t.run()
+    t.baseten.add_deployment(name=NAME, status="BUILDING")  # visible while truss still runs
+    t.run()
+    assert t.reasons().count("TrussPushCompleted") == 1
+    t.pusher.finish(KEY, NAME, model_id="m1")
+    t.run()
+    assert "TrussPushCompleted" not in t.reasons()
+    assert t.status()["trussPushStatus"] == "TRUSS_PUSH_DONE"
+
+
 def test_push_failure_backs_off(t) -> None:
     t.run()
     t.pusher.finish(KEY, NAME, error="build rejected")
