@@ -9,6 +9,7 @@ from typing import Any
 
 from .errors import bad_request
 
+_PUNCTUATION = frozenset({"(", ")", ",", "!=", "==", "=", "!"})
 _TOKEN = re.compile(r"\s*(\(|\)|,|!=|==|=|!|[A-Za-z0-9_./-]+)")
 
 
@@ -67,12 +68,18 @@ class LabelSelector:
             i += 1
             return tokens[i - 1]
 
+        def take_key() -> str:
+            key = take()
+            if key in _PUNCTUATION:
+                raise fail()
+            return key
+
         while i < len(tokens):
             if tokens[i] == "!":
                 i += 1
-                requirements.append(Requirement(take(), "!"))
+                requirements.append(Requirement(take_key(), "!"))
             else:
-                key = take()
+                key = take_key()
                 nxt = tokens[i] if i < len(tokens) else ","
                 if nxt == ",":
                     requirements.append(Requirement(key, "exists"))

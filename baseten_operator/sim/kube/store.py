@@ -509,6 +509,7 @@ class Store:
             if patch_type == "apply" and key not in self._bucket(rt):
                 if not isinstance(patch, dict):
                     raise errors.bad_request("an applied configuration must be an object")
+                patch.setdefault("metadata", {}).setdefault("name", name)
                 return self.create(rt, namespace, patch, dry_run=dry_run, strict=strict), True
             current = self._current(rt, namespace, name)
             if patch_type == "json":
@@ -541,6 +542,11 @@ class Store:
         meta = body.get("metadata") or {}
         old_meta = current["metadata"]
         name = old_meta["name"]
+        if meta.get("namespace") not in (None, "", old_meta.get("namespace")) and rt.namespaced:
+            raise errors.bad_request(
+                "the namespace of the provided object does not match the namespace sent on the "
+                "request"
+            )
         if meta.get("name") not in (None, name):
             raise errors.bad_request(
                 f"the name of the object ({meta.get('name')}) does not match the name on the URL "
