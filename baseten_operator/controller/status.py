@@ -35,13 +35,31 @@ class StatusClient(Protocol):
     def update_status(self, res: Any, body: dict[str, Any]) -> dict[str, Any]: ...
 
 
-def parse_status(raw: dict[str, Any] | None) -> BasetenModelStatus:
-    """The stored status; one we cannot read (written by a foreign hand) starts afresh."""
-    try:
-        return BasetenModelStatus.model_validate(raw or {})
-    except ValueError:
-        log.warning("unreadable status, starting afresh", status=raw)
+def parse_status(raw: Any) -> BasetenModelStatus:
+    """The stored status; fields we cannot read (written by a foreign hand) are dropped.
+
+    Only the unreadable fields go: dropping the whole status would lose
+    modelIDResolvedTime, the one thing that stops a deletion policy's model from being
+    recreated (section 3.6), along with the retry deadline's start.
+    """
+    if not isinstance(raw, dict):
+        if raw is not None:
+            log.warning("unreadable status, starting afresh", status=raw)
         return BasetenModelStatus()
+    try:
+        return BasetenModelStatus.model_validate(raw)
+    except ValueError:
+        readable = {key: value for key, value in raw.items() if _readable(key, value)}
+        log.warning("unreadable status fields dropped", dropped=sorted(set(raw) - set(readable)))
+        return BasetenModelStatus.model_validate(readable)
+
+
+def _readable(key: str, value: Any) -> bool:
+    try:
+        BasetenModelStatus.model_validate({key: value})
+    except ValueError:
+        return False
+    return True
 
 
 def condition(
