@@ -31,6 +31,11 @@ Fault injection, in process or as JSON over HTTP (`POST /_sim/faults`):
     server.reset()                       {"action": "reset"}  (fresh state, faults cleared)
 `GET /_sim/state` answers {"resourceVersion": "...", "watches": <open watch streams>}.
 
+`stop()` hangs up on every client; a later `start()` serves the same state on the same port
+(an API server outage). `/openapi/v3` advertises `fieldValidation` so kubectl leaves validation
+to the server: `fieldValidation=Strict` (what `kubectl apply` sends) rejects unknown fields of
+custom resources with 400, other modes prune them silently.
+
 Deliberate simplifications: server-side apply is a merge of the applied configuration (no
 field ownership); no garbage collection by ownerReferences; no authentication or RBAC;
 namespace and CRD deletion drain their contents synchronously; the clock given to the

@@ -456,9 +456,11 @@ class Store:
             "acceptedNames": accepted,
             "storedVersions": stored_versions,
         }
-        finalizers = crd["metadata"].setdefault("finalizers", [])
-        if old is None and CRD_CLEANUP_FINALIZER not in finalizers:
-            finalizers.append(CRD_CLEANUP_FINALIZER)
+        # The cleanup controller keeps its finalizer on every live CRD.
+        if not crd["metadata"].get("deletionTimestamp"):
+            finalizers = crd["metadata"].setdefault("finalizers", [])
+            if CRD_CLEANUP_FINALIZER not in finalizers:
+                finalizers.append(CRD_CLEANUP_FINALIZER)
 
     def _register_crd(self, crd: Obj) -> None:
         self.registry.remove_crd(crd["metadata"]["name"])
