@@ -253,9 +253,16 @@ class Store:
         continue_token: str | None = None,
     ) -> Obj:
         matcher = Watcher(rt, namespace, labels, fields)
-        start = _decode_continue(continue_token) if continue_token else None
+        token_rv, start = _decode_continue(continue_token) if continue_token else (0, None)
         with self.lock:
-            rv = self.rv
+            if token_rv and token_rv < self.floor:
+                raise errors.expired(
+                    "The provided continue parameter is too old to display a consistent list "
+                    "result. You can start a new list without the continue parameter."
+                )
+            # Pages after the first report the first page's version, as a snapshot would, so
+            # a watch started from the last page replays whatever changed while paging.
+            rv = token_rv or self.rv
             ordered = sorted(self._bucket(rt).items())
         selected = [
             obj for key, obj in ordered if (start is None or key > start) and matcher.matches(obj)
@@ -806,10 +813,12 @@ def _encode_continue(rv: int, key: Key) -> str:
     return base64.urlsafe_b64encode(raw).decode()
 
 
-def _decode_continue(token: str) -> Key:
+def _decode_continue(token: str) -> tuple[int, Key]:
+    """(the resourceVersion of the first page, the last key served)."""
     try:
-        start = json.loads(base64.urlsafe_b64decode(token.encode()))["start"]
-        return (str(start[0]), str(start[1]))
+        decoded = json.loads(base64.urlsafe_b64decode(token.encode()))
+        start = decoded["start"]
+        return int(decoded["rv"]), (str(start[0]), str(start[1]))
     except (ValueError, KeyError, IndexError, TypeError, binascii.Error):
         raise errors.bad_request("invalid continue token") from None
 

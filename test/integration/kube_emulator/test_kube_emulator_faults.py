@@ -208,3 +208,16 @@ def test_builtin_tables_have_their_usual_columns(kube, namespace):
     row = next(r for r in table["rows"] if r["cells"][0] == namespace)
     assert row["cells"][1] == "Active"
     assert row["object"]["kind"] == "PartialObjectMetadata"
+
+
+def test_continue_token_expires_with_compaction(kube, emulator, namespace):
+    for i in range(3):
+        kube.create(kube.CONFIGMAPS, _cm(f"page{i}"), namespace)
+    first = kube.list(kube.CONFIGMAPS, namespace, limit=1)
+    kube.patch(kube.CONFIGMAPS, "page0", {"data": {"k": "changed"}}, namespace)
+    emulator.compact()
+    with pytest.raises(kube.Error) as expired:
+        kube.list(
+            kube.CONFIGMAPS, namespace, limit=1, **{"continue": first["metadata"]["continue"]}
+        )
+    assert expired.value.status == 410 and expired.value.body["reason"] == "Expired"
