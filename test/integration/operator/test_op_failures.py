@@ -26,7 +26,11 @@ def test_failed_candidate_is_retried_then_active(harness: OperatorHarness, names
     spec = reconcile_spec(
         "fail-a",
         "f1",
-        environment={"name": "production", "promotionSettings": {"redeployOnPromotion": True}},
+        environment={
+            "name": "production",
+            "autoscaling": {"minReplicas": 1},  # stays ACTIVE, never scales to zero
+            "promotionSettings": {"redeployOnPromotion": True},
+        },
     )
     harness.create_model_cr(namespace, "fail-a", spec)
 

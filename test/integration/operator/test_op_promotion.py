@@ -17,7 +17,11 @@ def status_of(cr: dict[str, Any]) -> dict[str, Any]:
 def test_full_promotion_reaches_active_and_ready(harness: OperatorHarness, namespace: str) -> None:
     model = harness.sim.seed_model("promo-a")
     harness.sim.seed_deployment(model["id"], "build-1")
-    harness.create_model_cr(namespace, "promo-a", reconcile_spec("promo-a", "build-1"))
+    # One replica minimum: the deployment stays ACTIVE (with none it would scale to zero).
+    spec = reconcile_spec(
+        "promo-a", "build-1", environment={"name": "production", "autoscaling": {"minReplicas": 1}}
+    )
+    harness.create_model_cr(namespace, "promo-a", spec)
 
     harness.wait_seen(
         namespace,
