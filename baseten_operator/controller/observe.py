@@ -11,16 +11,17 @@ from baseten_operator.baseten.settings import Change, detect_drift
 from baseten_operator.controller import messages
 from baseten_operator.controller.context import Pass, Requeue
 from baseten_operator.controller.environment import spec_environment
-from baseten_operator.controller.model_id import remember_model_id
+from baseten_operator.controller.model_id import invalidate_model_id, remember_model_id
 from baseten_operator.controller.promotion import clear_candidate, record_active, track_candidate
 from baseten_operator.controller.source import matches_source
 from baseten_operator.controller.truss_source import SetupScriptError, expected_truss_source
 
 
 def observe(p: Pass) -> NoReturn:
+    cached = bool(p.status.model_id)
     model_id = _model_id(p)
     source = _expected_source(p)
-    environment = _environment(p, model_id)
+    environment = _environment(p, model_id, cached)
     record_active(p, environment)
     current = environment.current_deployment
     candidate = environment.candidate_deployment
@@ -81,11 +82,24 @@ def _expected_source(p: Pass) -> str:
         _fail(p, messages.observe_source_failed(error))
 
 
-def _environment(p: Pass, model_id: str) -> EnvironmentV1:
+def _environment(p: Pass, model_id: str, cached: bool) -> EnvironmentV1:
     try:
         environment: EnvironmentV1 = p.deps.baseten.get_environment(model_id, p.env)
     except BasetenAPIError as error:
         if error.is_not_found:
+            if cached and not _model_exists(p, model_id):
+                # Section 3.15, read-only: the model behind the cached ID is gone (perhaps
+                # recreated under a new ID); saying the environment is missing would mislead.
+                invalidate_model_id(p)
             _fail(p, messages.observe_environment_missing(p.env))
         _fail(p, messages.environment_get_failed(p.env, error))
     return environment
+
+
+def _model_exists(p: Pass, model_id: str) -> bool:
+    """Whether the model name still resolves to `model_id` (a failed lookup proves nothing)."""
+    try:
+        model = p.deps.baseten.find_model(p.spec.model_name)
+    except BasetenAPIError:
+        return True
+    return model is not None and model.id == model_id

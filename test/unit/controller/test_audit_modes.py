@@ -181,3 +181,47 @@ def test_404_on_activate_or_patch_invalidates_the_cached_model_id(
     assert ("Warning", "Invalidating cached model ID m1, will re-resolve") in [
         (t, m) for t, r, m in h.events if r == "ModelNotFound"
     ]
+
+
+# --- Observe with a cached model ID whose model is gone ----------------------------------
+
+
+def observer_with_cached_id(h, model_id: str) -> None:
+    h.create(
+        spec("Observe"), status={"modelID": model_id, "modelIDResolvedTime": "2025-12-01T00:00:00Z"}
+    )
+
+
+def test_observer_drops_a_cached_id_whose_model_was_recreated(h) -> None:
+    h.baseten.add_model(model_id="m2")  # recreated under a new ID; m1 is gone
+    h.baseten.add_deployment(model_id="m2", name="src", active_replica_count=2)
+    h.baseten.add_environment(model_id="m2", current=h.baseten.deployments["m2"][0])
+    observer_with_cached_id(h, "m1")
+    assert h.run().requeue_after == 1
+    assert "modelID" not in h.status()
+    assert h.status()["modelIDResolvedTime"] == "2025-12-01T00:00:00Z"
+    assert h.event("ModelNotFound") == (
+        "Warning",
+        "Invalidating cached model ID m1, will re-resolve",
+    )
+    h.run()
+    assert h.status()["modelID"] == "m2"
+    assert h.word() == "ACTIVE"
+    assert h.baseten.writes == []
+
+
+def test_observer_reports_a_missing_environment_of_a_live_model(h) -> None:
+    h.baseten.add_model()
+    observer_with_cached_id(h, "m1")
+    assert h.run().requeue_after == 30
+    assert h.status()["modelID"] == "m1"
+    assert h.message() == 'environment "production" does not exist; observe mode does not create'
+    assert h.reasons() == []
+
+
+def test_observer_keeps_its_cached_id_when_the_check_fails(h) -> None:
+    h.baseten.add_model()
+    h.baseten.fail("find_model", BasetenAPIError(500, "boom"))
+    observer_with_cached_id(h, "m1")
+    assert h.run().requeue_after == 30
+    assert h.status()["modelID"] == "m1"
