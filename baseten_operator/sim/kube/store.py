@@ -23,7 +23,7 @@ import structlog
 from baseten_operator.runtime.clock import Clock, rfc3339
 
 from . import errors
-from .errors import ApiError
+from .crds import CRD_CLEANUP_FINALIZER, prepare_crd
 from .patching import clone, json_patch, merge_patch, strategic_merge_patch
 from .resources import CRD_GROUP, Registry, ResourceType, types_for_crd
 from .selectors import FieldSelector, LabelSelector
@@ -37,7 +37,6 @@ Key = tuple[str, str]  # (namespace or "", name)
 
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 UNDELETABLE_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
-CRD_CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
 NAMESPACE_FINALIZER = "kubernetes"
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 _SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
@@ -65,16 +64,6 @@ CRD_TYPE_KEY = (CRD_GROUP, "customresourcedefinitions")
 def _spec_part(obj: Obj) -> Obj:
     """Everything that counts for metadata.generation: all but metadata and status."""
     return {k: v for k, v in obj.items() if k not in ("metadata", "status")}
-
-
-def _condition(kind: str, reason: str, message: str, now: str) -> Obj:
-    return {
-        "type": kind,
-        "status": "True",
-        "reason": reason,
-        "message": message,
-        "lastTransitionTime": now,
-    }
 
 
 class Store:
@@ -235,6 +224,7 @@ class Store:
         with self.lock:
             self.history.clear()
             self.floor = self.rv
+            log.info("history compacted", resource_version=self.rv)
 
     # ---- reads ----------------------------------------------------------------------
 
@@ -371,7 +361,7 @@ class Store:
         if rt.storage_key == ("", "namespaces"):
             _prepare_namespace(obj)
         elif rt.storage_key == CRD_TYPE_KEY:
-            self._prepare_crd(obj, old)
+            prepare_crd(obj, old, rfc3339(self.clock))
         elif rt.crd_name is not None and old is None:
             crd = self.objects.get(CRD_TYPE_KEY, {}).get(("", rt.crd_name))
             if crd is not None and crd["metadata"].get("deletionTimestamp"):
@@ -401,78 +391,13 @@ class Store:
                 rt.kind, rt.group, kept["metadata"].get("name", ""), [dict(c) for c in causes]
             )
 
-    def _prepare_crd(self, crd: Obj, old: Obj | None) -> None:
-        spec = crd.get("spec") or {}
-        names = spec.get("names") or {}
-        name = crd["metadata"]["name"]
-        problems = []
-        if not spec.get("group"):
-            problems.append(("spec.group", "Required value"))
-        if not names.get("plural") or not names.get("kind"):
-            problems.append(("spec.names", "Required value: plural and kind are required"))
-        if spec.get("scope") not in ("Namespaced", "Cluster"):
-            problems.append(("spec.scope", "Unsupported value: must be Namespaced or Cluster"))
-        versions = spec.get("versions") or []
-        if sum(1 for v in versions if v.get("storage")) != 1:
-            problems.append(("spec.versions", "Invalid value: exactly one version must be storage"))
-        if (
-            names.get("plural")
-            and spec.get("group")
-            and name != f"{names['plural']}.{spec['group']}"
-        ):
-            problems.append(
-                (
-                    "metadata.name",
-                    f'Invalid value: {name!r}: must be spec.names.plural+"."+spec.group',
-                )
-            )
-        causes = [{"reason": "FieldValueInvalid", "field": f, "message": m} for f, m in problems]
-        causes += _rule_compile_causes(versions)
-        if causes:
-            raise errors.invalid("CustomResourceDefinition", CRD_GROUP, name, causes)
-        accepted = {
-            "plural": names["plural"],
-            "singular": names.get("singular") or names["kind"].lower(),
-            "kind": names["kind"],
-            "listKind": names.get("listKind") or f"{names['kind']}List",
-        }
-        for optional in ("shortNames", "categories"):
-            if names.get(optional):
-                accepted[optional] = names[optional]
-        names.setdefault("singular", accepted["singular"])
-        names.setdefault("listKind", accepted["listKind"])
-        old_status = (old or {}).get("status") or {}
-        stored_versions = list(old_status.get("storedVersions") or [])
-        storage = next(v["name"] for v in versions if v.get("storage"))
-        if storage not in stored_versions:
-            stored_versions.append(storage)
-        now = rfc3339(self.clock)
-        conditions = {c["type"]: c for c in old_status.get("conditions") or []}
-        for kind, reason, message in (
-            ("NamesAccepted", "NoConflicts", "no conflicts found"),
-            ("Established", "InitialNamesAccepted", "the initial names have been accepted"),
-        ):
-            conditions.setdefault(kind, _condition(kind, reason, message, now))
-        if crd["metadata"].get("deletionTimestamp"):
-            conditions.setdefault(
-                "Terminating",
-                _condition("Terminating", "InstanceDeletionInProgress", "deleting instances", now),
-            )
-        crd["status"] = {
-            "conditions": list(conditions.values()),
-            "acceptedNames": accepted,
-            "storedVersions": stored_versions,
-        }
-        # The cleanup controller keeps its finalizer on every live CRD.
-        if not crd["metadata"].get("deletionTimestamp"):
-            finalizers = crd["metadata"].setdefault("finalizers", [])
-            if CRD_CLEANUP_FINALIZER not in finalizers:
-                finalizers.append(CRD_CLEANUP_FINALIZER)
-
     def _register_crd(self, crd: Obj) -> None:
         self.registry.remove_crd(crd["metadata"]["name"])
-        for rt in types_for_crd(crd):
+        served = types_for_crd(crd)
+        for rt in served:
             self.registry.add(rt)
+        log.debug("serving custom resources", crd=crd["metadata"]["name"],
+                  versions=[rt.version for rt in served])  # fmt: skip
 
     # ---- update and patch -----------------------------------------------------------
 
@@ -655,7 +580,7 @@ class Store:
             if rt.storage_key == ("", "namespaces"):
                 terminating["status"] = {"phase": "Terminating"}
             elif rt.storage_key == CRD_TYPE_KEY:
-                self._prepare_crd(terminating, current)
+                prepare_crd(terminating, current, rfc3339(self.clock))
             if dry_run:
                 return terminating, True
             written = self._put(rt, terminating, current)
@@ -707,6 +632,7 @@ class Store:
         if rt.crd_name is not None:
             self._finish_crd(rt.crd_name)
         if rt.storage_key == CRD_TYPE_KEY:
+            log.debug("custom resources no longer served", crd=obj["metadata"]["name"])
             for gone in self.registry.remove_crd(obj["metadata"]["name"]):
                 self.objects.pop(gone.storage_key, None)
                 for watcher in self.watchers.pop(gone.storage_key, []):
@@ -760,21 +686,6 @@ def _pruned_paths(before: Any, after: Any, path: str) -> Iterator[str]:
             yield from _pruned_paths(old, new, f"{path}[{index}]")
 
 
-def _rule_compile_causes(versions: list[Obj]) -> list[Obj]:
-    """CEL rules of every version's schema must compile, as the API server checks."""
-    try:
-        from .schema import rule_compile_causes
-    except ImportError:  # the structural-schema module is optional
-        return []
-    causes: list[Obj] = []
-    for index, version in enumerate(versions):
-        schema = (version.get("schema") or {}).get("openAPIV3Schema")
-        if schema:
-            path = f"spec.versions[{index}].schema.openAPIV3Schema"
-            causes += [dict(c) for c in rule_compile_causes(schema, path)]
-    return causes
-
-
 def _prepare_namespace(obj: Obj) -> None:
     meta = obj["metadata"]
     meta.setdefault("labels", {})["kubernetes.io/metadata.name"] = meta["name"]
@@ -821,6 +732,3 @@ def _decode_continue(token: str) -> tuple[int, Key]:
         return int(decoded["rv"]), (str(start[0]), str(start[1]))
     except (ValueError, KeyError, IndexError, TypeError, binascii.Error):
         raise errors.bad_request("invalid continue token") from None
-
-
-__all__ = ["PATCH_TYPES", "ApiError", "Store"]
