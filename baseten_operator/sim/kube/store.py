@@ -486,6 +486,14 @@ class Store:
                 f"the name of the object ({meta.get('name')}) does not match the name on the URL "
                 f"({name})"
             )
+        if meta.get("uid") and meta["uid"] != old_meta.get("uid"):
+            raise errors.conflict(
+                rt.plural,
+                rt.group,
+                name,
+                f"Precondition failed: UID in precondition: {meta['uid']}, "
+                f"UID in object meta: {old_meta.get('uid')}",
+            )
         wanted = meta.get("resourceVersion")
         if wanted and wanted != old_meta["resourceVersion"]:
             raise errors.conflict(rt.plural, rt.group, name, errors.STALE_OBJECT)

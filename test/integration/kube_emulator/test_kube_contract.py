@@ -130,7 +130,9 @@ def test_watch_replays_history_after_a_resource_version(kube, namespace):
         kube.CONFIGMAPS, namespace, resourceVersion=start["metadata"]["resourceVersion"]
     )
     try:
-        first, second = stream.next(), stream.next()
+        # A cluster adds kube-root-ca.crt to new namespaces: only "r" counts.
+        ours = lambda e: e["object"]["metadata"]["name"] == "r"  # noqa: E731
+        first, second = stream.until(ours), stream.until(ours)
         assert [first["type"], second["type"]] == ["MODIFIED", "MODIFIED"]
         assert [first["object"]["data"]["a"], second["object"]["data"]["a"]] == ["1", "2"]
     finally:
@@ -173,7 +175,8 @@ def test_namespaced_and_all_namespace_watches(kube, namespace):
         kube.create(kube.WIDGETS, _widget("elsewhere"), other)
         kube.create(kube.WIDGETS, _widget("here"), namespace)
         assert mine.next()["object"]["metadata"]["name"] == "here"
-        seen = {everyone.next()["object"]["metadata"]["namespace"] for _ in range(2)}
+        ours = lambda e: e["object"]["metadata"]["name"] in ("here", "elsewhere")  # noqa: E731
+        seen = {everyone.until(ours)["object"]["metadata"]["namespace"] for _ in range(2)}
         assert seen == {namespace, other}
     finally:
         mine.close()
@@ -274,6 +277,14 @@ def test_update_with_stale_version_conflicts(kube, namespace):
     assert stale.value.status == 409 and stale.value.body["reason"] == "Conflict"
 
 
+def test_a_uid_in_an_update_is_a_precondition(kube, namespace):
+    created = kube.create(kube.CONFIGMAPS, _cm("uid"), namespace)
+    forged = {**created, "metadata": {**created["metadata"], "uid": str(uuid.uuid4())}}
+    with pytest.raises(kube.Error) as mismatch:
+        kube.update(kube.CONFIGMAPS, forged)
+    assert mismatch.value.status == 409
+
+
 def test_custom_resource_update_requires_a_resource_version(kube, namespace):
     created = kube.create(kube.WIDGETS, _widget("norv"), namespace)
     del created["metadata"]["resourceVersion"]
@@ -287,7 +298,6 @@ def test_update_keeps_server_metadata_and_isolates_status(kube, namespace):
     body = {**created, "status": {"observedGeneration": 99}}
     body["metadata"] = {
         **created["metadata"],
-        "uid": "forged",
         "creationTimestamp": "2000-01-01T00:00:00Z",
         "labels": {"l": "1"},
     }
