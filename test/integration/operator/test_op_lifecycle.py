@@ -93,8 +93,11 @@ def test_delete_with_guardrails_blocks_then_deletes_once_drained(
     harness.wait_ready(namespace, "guarded")
 
     harness.delete_cr(namespace, "guarded")
-    blocked = harness.wait_status(
-        namespace, "guarded", lambda cr: cr["status"].get("deploymentStatus") == "DELETE_BLOCKED"
+    # The first DELETE_BLOCKED version: the one the event was emitted with.
+    blocked = harness.wait_seen(
+        namespace,
+        "guarded",
+        lambda cr: (cr.get("status") or {}).get("deploymentStatus") == "DELETE_BLOCKED",
     )
     text = blocked["status"]["message"]
     assert text.startswith("deletion blocked: production (min=1, active=")
