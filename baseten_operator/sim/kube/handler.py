@@ -290,7 +290,7 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
             self._send(
                 200,
                 openapi.OPENAPI_V2_PROTOBUF,
-                "application/com.github.proto-openapi.spec.v2@v1.0+protobuf",
+                openapi.OPENAPI_V2_CONTENT_TYPE,
             )
         elif parts == ["openapi", "v3"]:
             with store.lock:

@@ -16,6 +16,7 @@ from .resources import Registry
 
 # openapi_v2.Document{swagger: "2.0"} in protobuf wire format (field 1, length-delimited).
 OPENAPI_V2_PROTOBUF = b"\x0a\x032.0"
+OPENAPI_V2_CONTENT_TYPE = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
 
 
 def _gv_path(group: str, version: str) -> str:

@@ -145,18 +145,34 @@ def json_patch(target: Json, operations: Json) -> Json:
 
 # ---- strategic merge --------------------------------------------------------------------
 
-# Lists that built-in types declare `patchStrategy: merge`, by field name: the merge key,
-# or None for lists of scalars merged as sets.
-MERGE_LISTS: dict[str, str | None] = {
-    "finalizers": None,
-    "ownerReferences": "uid",
-    "conditions": "type",
+# Lists that built-in types declare `patchStrategy: merge`, by field name: the merge key
+# candidates (the first one the patch's items carry wins: container ports merge on
+# containerPort, service ports on port), or () for lists of scalars merged as sets.
+MERGE_LISTS: dict[str, tuple[str, ...]] = {
+    "finalizers": (),
+    "ownerReferences": ("uid",),
+    "conditions": ("type",),
+    "containers": ("name",),
+    "initContainers": ("name",),
+    "env": ("name",),
+    "volumes": ("name",),
+    "volumeMounts": ("mountPath",),
+    "imagePullSecrets": ("name",),
+    "ports": ("containerPort", "port"),
 }
 _DELETE_FROM = "$deleteFromPrimitiveList/"
 _ORDER = "$setElementOrder/"
 
 
-def _merge_list(current: list[Any], patch: list[Any], key: str | None) -> list[Any]:
+def _merge_key(patch: list[Any], candidates: tuple[str, ...]) -> str | None:
+    for candidate in candidates:
+        if any(isinstance(item, dict) and candidate in item for item in patch):
+            return candidate
+    return candidates[0] if candidates else None
+
+
+def _merge_list(current: list[Any], patch: list[Any], candidates: tuple[str, ...]) -> list[Any]:
+    key = _merge_key(patch, candidates)
     if key is None:
         merged = list(current)
         merged.extend(v for v in patch if v not in merged)

@@ -123,6 +123,7 @@ class ResourceType:
 
 
 CRD_GROUP = "apiextensions.k8s.io"
+RBAC_GROUP = "rbac.authorization.k8s.io"
 
 EVENT_COLUMNS = (
     PrinterColumn("Last Seen", "date", ".lastTimestamp"),
@@ -144,6 +145,25 @@ BUILTINS: tuple[ResourceType, ...] = (
                  storage_group="", storage_version="v1", convert=events.convert),
     ResourceType("coordination.k8s.io", "v1", "leases", "Lease",
                  columns=(PrinterColumn("Holder", "string", ".spec.holderIdentity"), AGE_COLUMN)),
+    # Stored only (no controllers, no kubelet), so that install manifests apply as they would.
+    ResourceType("", "v1", "serviceaccounts", "ServiceAccount", short_names=("sa",)),
+    ResourceType("", "v1", "services", "Service", short_names=("svc",), categories=("all",),
+                 status_subresource=True, columns=(
+                     PrinterColumn("Type", "string", ".spec.type"),
+                     PrinterColumn("Cluster-IP", "string", ".spec.clusterIP"), AGE_COLUMN)),
+    ResourceType("", "v1", "pods", "Pod", short_names=("po",), categories=("all",),
+                 status_subresource=True,
+                 columns=(PrinterColumn("Status", "string", ".status.phase"), AGE_COLUMN)),
+    ResourceType("apps", "v1", "deployments", "Deployment", short_names=("deploy",),
+                 categories=("all",), status_subresource=True, generation=True, columns=(
+                     PrinterColumn("Ready", "integer", ".status.readyReplicas"),
+                     PrinterColumn("Up-To-Date", "integer", ".status.updatedReplicas"),
+                     PrinterColumn("Available", "integer", ".status.availableReplicas"),
+                     AGE_COLUMN)),
+    ResourceType(RBAC_GROUP, "v1", "roles", "Role"),
+    ResourceType(RBAC_GROUP, "v1", "rolebindings", "RoleBinding"),
+    ResourceType(RBAC_GROUP, "v1", "clusterroles", "ClusterRole", namespaced=False),
+    ResourceType(RBAC_GROUP, "v1", "clusterrolebindings", "ClusterRoleBinding", namespaced=False),
     ResourceType(CRD_GROUP, "v1", "customresourcedefinitions", "CustomResourceDefinition",
                  namespaced=False, short_names=("crd", "crds"), categories=("api-extensions",),
                  status_subresource=True, generation=True),

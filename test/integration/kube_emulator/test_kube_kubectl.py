@@ -219,3 +219,59 @@ def test_apply_rejects_a_typo_in_a_manifest(kubectl, tmp_path):
     applied = kubectl.run("apply", "-f", str(manifest))
     assert applied.returncode != 0 and 'unknown field "spec.colour"' in applied.stderr
     assert kubectl.run("get", "widget", "typo").returncode != 0
+
+
+INSTALL = """\
+apiVersion: v1
+kind: ServiceAccount
+metadata: {{name: op}}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {{name: op-{suffix}}}
+rules: [{{apiGroups: [""], resources: [configmaps], verbs: [get]}}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {{name: op}}
+roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: op-{suffix}}}
+subjects: [{{kind: ServiceAccount, name: op}}]
+---
+apiVersion: v1
+kind: Service
+metadata: {{name: op}}
+spec: {{ports: [{{port: 8080, name: metrics}}]}}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: op}}
+spec:
+  selector: {{matchLabels: {{app: op}}}}
+  template:
+    metadata: {{labels: {{app: op}}}}
+    spec:
+      containers:
+      - name: manager
+        image: op:{tag}
+        env: [{{name: A, value: "1"}}]
+      - name: sidecar
+        image: side:1
+"""
+
+
+def test_install_manifests_apply_and_reapply(kubectl, tmp_path, namespace):
+    manifest = tmp_path / "install.yaml"
+    manifest.write_text(INSTALL.format(suffix=namespace, tag="v1"))
+    out = kubectl("apply", "-f", str(manifest))
+    assert out.count("created") == 5
+    manifest.write_text(INSTALL.format(suffix=namespace, tag="v2"))
+    again = kubectl("apply", "-f", str(manifest))
+    assert "deployment.apps/op configured" in again and "serviceaccount/op unchanged" in again
+    deployment = yaml.safe_load(kubectl("get", "deployment", "op", "-o", "yaml"))
+    containers = deployment["spec"]["template"]["spec"]["containers"]
+    assert [(c["name"], c["image"]) for c in containers] == [
+        ("manager", "op:v2"),
+        ("sidecar", "side:1"),
+    ]
+    assert deployment["metadata"]["generation"] == 2
+    kubectl("delete", "-f", str(manifest))
