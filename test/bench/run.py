@@ -23,6 +23,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -130,6 +131,9 @@ class OperatorBench:
         ]
         return min(times) if times else None
 
+    def patched_since(self, model_id: str, since: float) -> bool:
+        return self.first_patch(model_id, since) is not None
+
     def change_latency(self) -> None:
         """Spec change -> Baseten write, one change at a time over a busy operator."""
         latencies: list[float] = []
@@ -143,7 +147,7 @@ class OperatorBench:
             )
 
             if not wait_until(
-                lambda m=model_id, t=patched_at: self.first_patch(m, t) is not None,
+                partial(self.patched_since, model_id, patched_at),
                 timeout=30.0,
                 interval=0.005,
             ):

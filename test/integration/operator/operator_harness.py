@@ -140,6 +140,7 @@ class OperatorHarness:
     _history_lock: threading.Lock = field(init=False, default_factory=threading.Lock)
     _observer: Informer = field(init=False)
     requests: RequestLog = field(init=False)
+    _previous_key: str | None = field(init=False, default=None)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -157,10 +158,12 @@ class OperatorHarness:
             API_KEY, time_scale=self.sim_time_scale, durations=self.sim_durations
         )
         self.requests = RequestLog(self.sim.app)
-        self.sim.app = self.requests  # the server takes the app when it starts
+        # The server takes the app when it starts; the log is a transparent wrapper around it.
+        self.sim.app = self.requests  # type: ignore[assignment]
         self.sim.start()
         self.baseten = BasetenClient(API_KEY, self.sim.api_url)
         # The pusher hands the key to its truss children through the environment, as in a pod.
+        self._previous_key = os.environ.get(API_KEY_ENV)
         os.environ[API_KEY_ENV] = API_KEY
         options = OperatorOptions(
             metrics_bind_address="0",
@@ -183,6 +186,10 @@ class OperatorHarness:
         self.sim.stop()
         self.kube_server.stop()
         self.kube.close()
+        if self._previous_key is None:
+            os.environ.pop(API_KEY_ENV, None)
+        else:
+            os.environ[API_KEY_ENV] = self._previous_key
 
     def _start_observer(self) -> None:
         self._history = {}
