@@ -61,5 +61,12 @@ kubectl -n baseten-operator-system set env deploy/baseten-operator-controller-ma
   BASETEN_API_BASE_URL=http://baseten-sim.baseten-sim.svc/v1
 kubectl -n baseten-operator-system rollout status deploy/baseten-operator-controller-manager --timeout=180s
 
-E2E_EXTERNAL_OPERATOR=1 E2E_BASETEN_URL=http://baseten-sim.baseten-sim.svc \
+# The operator reaches the simulator through its Service; the tests on this host through a
+# port-forward.
+kubectl -n baseten-sim port-forward svc/baseten-sim 18000:80 >/dev/null 2>&1 &
+forward=$!
+trap 'kill $forward 2>/dev/null || true' EXIT
+for _ in $(seq 50); do curl -fs http://127.0.0.1:18000/_sim/health >/dev/null && break; sleep 0.2; done
+
+E2E_EXTERNAL_OPERATOR=1 E2E_BASETEN_URL=http://127.0.0.1:18000 \
   "$BIN/pytest" -q test/e2e
