@@ -39,6 +39,23 @@ def rfc3339(clock: Clock) -> str:
     return utc_datetime(clock).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def sleep_unless(
+    clock: Clock, wake: threading.Condition, stopped: threading.Event, seconds: float
+) -> None:
+    """Sleep `seconds` in `clock`'s time, returning early once `stopped` is set.
+
+    Whoever sets `stopped` notifies `wake`, so a stopping component never waits out
+    a backoff.
+    """
+    deadline = clock.monotonic() + seconds
+    with wake:
+        while not stopped.is_set():
+            remaining = deadline - clock.monotonic()
+            if remaining <= 0:
+                return
+            clock.wait(wake, remaining)
+
+
 class RealClock:
     def now(self) -> float:
         return time.time()

@@ -23,7 +23,7 @@ from baseten_operator.runtime.client import (
     TooManyRequests,
     object_key,
 )
-from baseten_operator.runtime.clock import Clock, RealClock
+from baseten_operator.runtime.clock import Clock, RealClock, sleep_unless
 
 log = structlog.get_logger(__name__)
 
@@ -374,13 +374,7 @@ class Informer:
             self._last_resource_version = version
 
     def _wait(self, seconds: float) -> None:
-        deadline = self._clock.monotonic() + seconds
-        with self._wake:
-            while not self._stopped.is_set():
-                remaining = deadline - self._clock.monotonic()
-                if remaining <= 0:
-                    return
-                self._clock.wait(self._wake, remaining)
+        sleep_unless(self._clock, self._wake, self._stopped, seconds)
 
     def _resync_loop(self) -> None:
         assert self.resync_period is not None

@@ -30,7 +30,7 @@ from baseten_operator.runtime.client import (
     KubeClient,
     NotFound,
 )
-from baseten_operator.runtime.clock import Clock, RealClock
+from baseten_operator.runtime.clock import Clock, RealClock, sleep_unless
 
 log = structlog.get_logger(__name__)
 
@@ -282,13 +282,7 @@ class LeaderElector:
             self._wait(self.retry_period)
 
     def _wait(self, seconds: float) -> None:
-        deadline = self._clock.monotonic() + seconds
-        with self._wake:
-            while not self._stopped.is_set():
-                remaining = deadline - self._clock.monotonic()
-                if remaining <= 0:
-                    return
-                self._clock.wait(self._wake, remaining)
+        sleep_unless(self._clock, self._wake, self._stopped, seconds)
 
     def _set_leading(self, leading: bool) -> None:
         self._leading = leading
