@@ -8,7 +8,6 @@ from dataclasses import dataclass
 MINUTE = 60.0
 HOUR = 60 * MINUTE
 DAY = 24 * HOUR
-PUSH_FLOOR = 60.0
 
 
 @dataclass(frozen=True)
@@ -21,6 +20,7 @@ class Timing:
     push_poll: float = 10.0
     # A push recorded as running for longer than this died with its process.
     stale_push: float = 5 * MINUTE
+    # Not scaled where it is used (main.py): it bounds a real child process.
     push_timeout: float = 5 * MINUTE
     retry_base: float = 2 * MINUTE
     retry_cap: float = 30 * MINUTE
@@ -47,9 +47,6 @@ class Timing:
             for field in dataclasses.fields(cls)
             if field.name not in ("retry_jitter", "scale")
         }
-        # A push is a real child process (importing truss alone takes seconds): its kill
-        # timeout keeps a real-time floor, or a fast time scale would kill every push.
-        scaled["push_timeout"] = max(scaled["push_timeout"], min(base.push_timeout, PUSH_FLOOR))
         return cls(**scaled, scale=time_scale)
 
     def retry_delay(self, attempt: int, jitter_fraction: float) -> float:

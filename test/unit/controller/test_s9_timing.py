@@ -25,19 +25,11 @@ def test_defaults() -> None:
 def test_every_delay_is_scaled() -> None:
     base, scaled = Timing(), Timing.scaled(0.01)
     for field in dataclasses.fields(Timing):
-        if field.name in ("retry_jitter", "scale", "push_timeout"):
+        if field.name in ("retry_jitter", "scale"):
             continue
         assert getattr(scaled, field.name) == pytest.approx(getattr(base, field.name) * 0.01)
     assert scaled.retry_jitter == 0.5
     assert go_duration(scaled.nominal(scaled.retry_deadline)) == "2h0m0s"
-
-
-def test_push_kill_timeout_keeps_a_real_time_floor() -> None:
-    # A push is a real process: truss's import alone takes seconds whatever the scale.
-    assert Timing.scaled(0.01).push_timeout == 60
-    assert Timing.scaled(0.5).push_timeout == 150
-    assert Timing.scaled(1).push_timeout == 300
-    assert Timing.scaled(0.01).stale_push == 3  # a dead process is still detected fast
 
 
 def test_invalid_scale() -> None:
