@@ -324,6 +324,12 @@ class OperatorHarness:
     def event_messages(self, namespace: str, name: str, reason: str) -> list[str]:
         return [e.get("message", "") for e in self.events(namespace, name) if e["reason"] == reason]
 
+    def event_count(self, namespace: str, name: str, reason: str) -> int:
+        """How many times `reason` was emitted about the CR (repeats are aggregated)."""
+        return sum(
+            int(e.get("count") or 1) for e in self.events(namespace, name) if e["reason"] == reason
+        )
+
     def wait_event(
         self, namespace: str, name: str, reason: str, *, contains: str = "", timeout: float = 15.0
     ) -> str:

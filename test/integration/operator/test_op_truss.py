@@ -152,6 +152,19 @@ def test_same_config_in_two_environments_pushes_once(
     production = ready_on(harness, namespace, "shared-prod", name)
     assert staging["status"]["modelID"] == production["status"]["modelID"]
     assert len(pushes_of(harness, name)) == 1
+    launched = [
+        text
+        for cr in ("shared-staging", "shared-prod")
+        for text in harness.event_messages(namespace, cr, "TrussPushStarted")
+    ]
+    assert launched == [f"Creating deployment '{name}' via truss push"]
+    assert (
+        sum(
+            harness.event_count(namespace, cr, "TrussPushStarted")
+            for cr in ("shared-staging", "shared-prod")
+        )
+        == 1
+    )
     model_id = staging["status"]["modelID"]
     for env in ("staging", "production"):
         current = harness.environment(model_id, env)["current_deployment"]["name"]
