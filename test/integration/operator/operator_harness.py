@@ -362,10 +362,6 @@ class OperatorHarness:
 
     # ------------------------------------------------------------------ Baseten side
 
-    def model_id(self, model_name: str) -> str | None:
-        model = self.sim.engine.find_model_id(model_name)
-        return model
-
     def deployment(self, model_id: str, name: str) -> dict[str, Any] | None:
         matches = self.sim.engine.list_deployments(model_id, name)
         return matches[0] if matches else None
