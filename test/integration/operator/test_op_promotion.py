@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
-from operator_harness import OperatorHarness, is_ready, reconcile_spec
+from operator_harness import OperatorHarness, is_ready, reconcile_spec, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -49,6 +50,18 @@ def test_full_promotion_reaches_active_and_ready(harness: OperatorHarness, names
     promotes = [e for e in harness.writes_for_model(model["id"]) if e["path"].endswith("/promote")]
     assert len(promotes) == 1
     assert not harness.promote_violations(model["id"])
+
+    # Steady state writes nothing: two more passes (each reads the environment) leave the
+    # object untouched, so no watch event feeds a hot loop.
+    settled = harness.get_cr(namespace, "promo-a")
+    assert settled is not None
+    versions = len(harness.history(namespace, "promo-a"))
+    since = time.time()
+    wait_for(lambda: len(harness.calls_for_model(model["id"], since=since)) >= 2, timeout=10.0)
+    after = harness.get_cr(namespace, "promo-a")
+    assert after is not None
+    assert after["metadata"]["resourceVersion"] == settled["metadata"]["resourceVersion"]
+    assert len(harness.history(namespace, "promo-a")) == versions
 
 
 def test_source_change_promotes_again(harness: OperatorHarness, namespace: str) -> None:
