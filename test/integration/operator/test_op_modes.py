@@ -47,10 +47,10 @@ def test_ui_drift_is_reverted_in_reconcile(harness: OperatorHarness, namespace: 
     )
     patches = [e for e in harness.writes_for_model(model["id"]) if e["method"] == "PATCH"]
     desired = {"autoscaling_settings": {"min_replica": 1, "max_replica": 3}}
-    assert patches and all(p["body"] == desired for p in patches)
-    # The pass triggered by the operator's own status write may re-send the PATCH before
-    # Baseten applied the first (known: see the integration report); never more than that.
-    assert len(patches) <= 2
+    # Exactly one: the operator's own status write must not trigger a pass that re-sends
+    # the PATCH before Baseten applied it.
+    assert [p["body"] for p in patches] == [desired]
+    assert harness.event_count(namespace, "drift-r", "AutoscalingUpdated") == 1
 
 
 def test_observe_reports_drift_and_never_writes(harness: OperatorHarness, namespace: str) -> None:
