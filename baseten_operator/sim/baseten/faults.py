@@ -60,6 +60,11 @@ class FaultInjector:
                 return fault
             return None
 
+    def pending(self, endpoint: str) -> int:
+        """Uses left of the faults waiting on `endpoint` (a test knows when one has struck)."""
+        with self._lock:
+            return sum(fault.remaining for fault in self._faults.get(endpoint, []))
+
     def reset(self) -> None:
         with self._lock:
             self._faults.clear()

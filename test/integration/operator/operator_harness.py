@@ -165,6 +165,9 @@ class OperatorHarness:
         # The pusher hands the key to its truss children through the environment, as in a pod.
         self._previous_key = os.environ.get(API_KEY_ENV)
         os.environ[API_KEY_ENV] = API_KEY
+        self._start_operator()
+
+    def _start_operator(self) -> None:
         options = OperatorOptions(
             metrics_bind_address="0",
             health_probe_bind_address="0",
@@ -179,9 +182,17 @@ class OperatorHarness:
         self.manager.start()
         wait_for(lambda: self.manager.informers_synced(), timeout=10.0)
 
-    def stop(self) -> None:
+    def _stop_operator(self) -> None:
         self.manager.stop()
         self.manager.wait()
+
+    def restart_operator(self) -> None:
+        """A new operator process on the same cluster and Baseten (the old one's pushes die)."""
+        self._stop_operator()
+        self._start_operator()
+
+    def stop(self) -> None:
+        self._stop_operator()
         self._observer.stop()
         self.sim.stop()
         self.kube_server.stop()

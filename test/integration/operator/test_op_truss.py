@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 import yaml
-from operator_harness import OperatorHarness, is_ready
+from operator_harness import OperatorHarness, is_ready, wait_for
 
 from baseten_operator.truss.naming import deployment_name
 
@@ -192,3 +192,28 @@ def test_failing_push_is_reported_and_retried(harness: OperatorHarness, namespac
     ready_on(harness, namespace, "flaky", name)
     assert len(harness.event_messages(namespace, "flaky", "TrussPushStarted")) >= 1
     assert len(pushes_of(harness, name)) == 1
+
+
+def test_push_of_an_operator_that_died_is_detected_stale_and_pushed_again(
+    harness: OperatorHarness, namespace: str
+) -> None:
+    expected = deployment_name(TRUSS_CONFIG, SETUP)
+    harness.create_configmap(namespace, "setup", {"setup.sh": SETUP})
+    # The dying operator's push hangs in truss's first call, so it never creates anything.
+    harness.sim.inject_fault("graphql:truss_validation", "latency", 1, seconds=6000)
+    harness.create_model_cr(namespace, "stale", truss_spec("it-truss-stale", TRUSS_CONFIG))
+    harness.wait_status(
+        namespace,
+        "stale",
+        lambda cr: (cr.get("status") or {}).get("trussPushStatus") == "TRUSS_PUSHING",
+        what="the first push on record",
+    )
+    wait_for(lambda: harness.sim.faults.pending("graphql:truss_validation") == 0, timeout=20.0)
+    harness.restart_operator()  # TRUSS_PUSHING stays on record; nothing runs the push now
+
+    timed_out = harness.wait_event(namespace, "stale", "TrussPushFailed", timeout=PUSH_TIMEOUT)
+    assert re.fullmatch(
+        rf"Truss push for '{re.escape(expected)}' timed out after \d+m\d+s, retrying", timed_out
+    )
+    ready_on(harness, namespace, "stale", expected)
+    assert len(pushes_of(harness, expected)) == 1  # only the second push reached Baseten
