@@ -197,8 +197,9 @@ def test_failing_push_is_reported_and_retried(harness: OperatorHarness, namespac
 def test_push_of_an_operator_that_died_is_detected_stale_and_pushed_again(
     harness: OperatorHarness, namespace: str
 ) -> None:
-    expected = deployment_name(TRUSS_CONFIG, SETUP)
-    harness.create_configmap(namespace, "setup", {"setup.sh": SETUP})
+    script = SETUP + "# a script of its own: a deployment name no other test pushes\n"
+    expected = deployment_name(TRUSS_CONFIG, script)
+    harness.create_configmap(namespace, "setup", {"setup.sh": script})
     # The dying operator's push hangs in truss's first call, so it never creates anything.
     harness.sim.inject_fault("graphql:truss_validation", "latency", 1, seconds=6000)
     harness.create_model_cr(namespace, "stale", truss_spec("it-truss-stale", TRUSS_CONFIG))
