@@ -9,21 +9,21 @@ from collections.abc import Sequence
 from baseten_operator.config import OperatorOptions
 
 
-def _positive_float(text: str) -> float:
+def positive_float(text: str) -> float:
     value = float(text)
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
     return value
 
 
-def _positive_int(text: str) -> int:
+def positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, got {text}")
     return value
 
 
-def add_operator_flags(parser: argparse.ArgumentParser, *, time_scale: float = 1.0) -> None:
+def add_operator_flags(parser: argparse.ArgumentParser) -> None:
     """The flags of `run`, named like the Go operator's where they exist."""
     d = OperatorOptions()
     parser.add_argument(
@@ -54,10 +54,10 @@ def add_operator_flags(parser: argparse.ArgumentParser, *, time_scale: float = 1
         help="only reconcile BasetenModels in this namespace (empty: all)",
     )
     parser.add_argument(
-        "--max-concurrent-reconciles", type=_positive_int, default=d.max_concurrent_reconciles
+        "--max-concurrent-reconciles", type=positive_int, default=d.max_concurrent_reconciles
     )
     parser.add_argument(
-        "--max-concurrent-pushes", type=_positive_int, default=d.max_concurrent_pushes
+        "--max-concurrent-pushes", type=positive_int, default=d.max_concurrent_pushes
     )
     parser.add_argument(
         "--log-level", default=d.log_level, choices=["debug", "info", "warning", "error"]
@@ -65,8 +65,8 @@ def add_operator_flags(parser: argparse.ArgumentParser, *, time_scale: float = 1
     parser.add_argument("--log-format", default=d.log_format, choices=["json", "console"])
     parser.add_argument(
         "--time-scale",
-        type=_positive_float,
-        default=time_scale,
+        type=positive_float,
+        default=d.time_scale,
         help="multiply every delay the operator waits (tests, sandbox)",
     )
     parser.add_argument(

@@ -17,6 +17,7 @@ from pathlib import Path
 from types import FrameType
 
 import baseten_operator
+from baseten_operator.cli import positive_float
 from baseten_operator.sandbox.cluster import apply_samples, load_samples
 from baseten_operator.sandbox.console import Console
 from baseten_operator.sandbox.display import LiveDisplay
@@ -42,13 +43,6 @@ EXIT_INTERRUPTED = 130
 DEFAULT_SAMPLES = Path(baseten_operator.__file__).resolve().parent.parent / "config" / "samples"
 
 
-def _positive_float(text: str) -> float:
-    value = float(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
-    return value
-
-
 def add_sandbox_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--scenario",
@@ -58,7 +52,7 @@ def add_sandbox_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--time-scale",
-        type=_positive_float,
+        type=positive_float,
         default=DEFAULT_TIME_SCALE,
         help="multiply every delay of the operator and the simulator (default: %(default)s)",
     )
@@ -74,7 +68,7 @@ def add_sandbox_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--health-probe-bind-address", default="127.0.0.1:0")
     parser.add_argument(
         "--step-timeout",
-        type=_positive_float,
+        type=positive_float,
         default=None,
         help="bound of each wait for an outcome (default: from the time scale)",
     )
