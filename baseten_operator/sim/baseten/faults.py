@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
-FaultKind = Literal["latency", "5xx", "429", "drop"]
 FAULT_KINDS: frozenset[str] = frozenset({"latency", "5xx", "429", "drop"})
 ANY_ENDPOINT = "*"
 
