@@ -8,7 +8,7 @@ from baseten_operator.api.constants import FAILED, DeletionPolicy, EventReason
 from baseten_operator.baseten.errors import AmbiguousModelName, BasetenAPIError
 from baseten_operator.controller import messages
 from baseten_operator.controller.context import Pass, ReconcileError, Requeue
-from baseten_operator.controller.retries import timestamp
+from baseten_operator.runtime.clock import rfc3339
 
 
 def resolve_model_id(p: Pass) -> str | None:
@@ -55,7 +55,7 @@ def _model_missing(p: Pass) -> None:
 def remember_model_id(p: Pass, model_id: str) -> None:
     p.status.model_id = model_id
     if not p.status.model_id_resolved_time:
-        p.status.model_id_resolved_time = timestamp(p.deps.clock.now())
+        p.status.model_id_resolved_time = rfc3339(p.deps.clock)
 
 
 def invalidate_model_id(p: Pass) -> NoReturn:

@@ -14,13 +14,13 @@ from baseten_operator.baseten.errors import BasetenAPIError
 from baseten_operator.baseten.models import DeploymentV1, EnvironmentV1
 from baseten_operator.controller import messages
 from baseten_operator.controller.context import Pass
-from baseten_operator.controller.retries import parse_timestamp, timestamp
 from baseten_operator.controller.source import matches_source
 from baseten_operator.controller.telemetry import (
     count_orphans,
     record_orphans_holding_replicas,
 )
 from baseten_operator.controller.truss_source import SetupScriptError, truss_source_for
+from baseten_operator.runtime.clock import parse_rfc3339, rfc3339
 
 log = structlog.get_logger(__name__)
 
@@ -33,7 +33,7 @@ def cleanup_due(p: Pass) -> bool:
         return False
     if not (cleanup.scale_to_zero or cleanup.delete):
         return False
-    last = parse_timestamp(p.status.last_cleanup_time)
+    last = parse_rfc3339(p.status.last_cleanup_time)
     interval = cleanup.interval_minutes * p.deps.timing.minute
     return last is None or p.deps.clock.now() - last >= interval
 
@@ -67,7 +67,7 @@ def clean_up_orphans(p: Pass, model_id: str, source: str) -> None:
     gone = set(scaled_in) | set(deleted)
     holding = [o for o in orphans if o.name not in gone and _holds_replicas(o)]
     record_orphans_holding_replicas(p.namespace, p.name, p.spec.model_name, len(holding))
-    p.status.last_cleanup_time = timestamp(p.deps.clock.now())
+    p.status.last_cleanup_time = rfc3339(p.deps.clock)
 
 
 def protected_sources(p: Pass, source: str) -> set[str]:

@@ -8,7 +8,6 @@ source (`source.track_source`) or candidate (`promotion.track_candidate`).
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import NoReturn
 
 import structlog
@@ -20,21 +19,9 @@ from baseten_operator.controller import messages
 from baseten_operator.controller.context import Pass, Requeue
 from baseten_operator.controller.telemetry import count_retry
 from baseten_operator.controller.timing import go_duration
+from baseten_operator.runtime.clock import format_rfc3339, parse_rfc3339
 
 log = structlog.get_logger(__name__)
-
-
-def timestamp(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def parse_timestamp(value: str | None) -> float | None:
-    if not value:
-        return None
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
 
 
 def deadline_text(p: Pass) -> str:
@@ -55,10 +42,10 @@ def retry_failed_deployment(
     timing = deps.timing
     now = deps.clock.now()
     status = p.status
-    first = parse_timestamp(status.first_deployment_failure_time)
+    first = parse_rfc3339(status.first_deployment_failure_time)
     if first is None:
         first = now
-        status.first_deployment_failure_time = timestamp(now)
+        status.first_deployment_failure_time = format_rfc3339(now)
         # On record before anything else: a crash now must not restart the 2h window.
         p.writer.flush()
 
@@ -70,7 +57,7 @@ def retry_failed_deployment(
         count_retry("exhausted")
         exhausted()
 
-    next_retry = parse_timestamp(status.next_retry_time)
+    next_retry = parse_rfc3339(status.next_retry_time)
     if next_retry is not None and now < next_retry:
         raise Requeue(next_retry - now)
 
@@ -110,6 +97,6 @@ def retry_failed_deployment(
 
     status.deployment_retry_count = attempt
     delay = timing.retry_delay(attempt, deps.random())
-    status.next_retry_time = timestamp(now + delay)
+    status.next_retry_time = format_rfc3339(now + delay)
     log.info("deployment retry", key=p.key, deployment=deployment.name, attempt=attempt)
     raise Requeue(timing.poll)

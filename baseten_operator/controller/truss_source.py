@@ -29,9 +29,9 @@ from baseten_operator.controller.context import (
 )
 from baseten_operator.controller.model_id import remember_model_id
 from baseten_operator.controller.push_preflight import push_problem
-from baseten_operator.controller.retries import parse_timestamp, timestamp
 from baseten_operator.controller.source import track_source
 from baseten_operator.controller.timing import go_duration
+from baseten_operator.runtime.clock import format_rfc3339, parse_rfc3339
 from baseten_operator.runtime.controller import TerminalError
 from baseten_operator.truss.naming import config_hash, name_for_hash
 from baseten_operator.truss.pusher import PushOutcome, PushRequest
@@ -159,11 +159,11 @@ def _push_failed(p: Pass, ap: str, name: str, error: str) -> NoReturn:
     p.set(FAILED, messages.push_failed(ap, name, error))
     status.truss_push_status = None
     if not status.first_deployment_failure_time:
-        status.first_deployment_failure_time = timestamp(now)
+        status.first_deployment_failure_time = format_rfc3339(now)
     attempt = (status.deployment_retry_count or 0) + 1
     status.deployment_retry_count = attempt
     delay = p.deps.timing.retry_delay(attempt, p.deps.random())
-    status.next_retry_time = timestamp(now + delay)
+    status.next_retry_time = format_rfc3339(now + delay)
     raise Requeue(delay)
 
 
@@ -194,7 +194,7 @@ def _push(p: Pass, model_id: str | None, ap: str, source: TrussSource) -> NoRetu
         p.set(DEPLOYING, messages.push_in_progress(ap, name))
         raise Requeue(timing.push_poll)
     if ours:
-        elapsed = now - (parse_timestamp(status.truss_push_time) or now)
+        elapsed = now - (parse_rfc3339(status.truss_push_time) or now)
         if elapsed < timing.stale_push or in_flight:
             p.set(DEPLOYING, messages.push_in_progress(ap, name))
             raise Requeue(timing.push_poll)
@@ -206,7 +206,7 @@ def _push(p: Pass, model_id: str | None, ap: str, source: TrussSource) -> NoRetu
 
     # The backoff below belongs to this name's failed pushes: a new name starts afresh.
     track_source(p, name)
-    next_retry = parse_timestamp(status.next_retry_time)
+    next_retry = parse_rfc3339(status.next_retry_time)
     if next_retry is not None and now < next_retry:
         raise Requeue(next_retry - now)  # backing off after a failed push
     if pusher is None or not pusher.has_capacity():
@@ -214,7 +214,7 @@ def _push(p: Pass, model_id: str | None, ap: str, source: TrussSource) -> NoRetu
         raise Requeue(timing.push_poll)
 
     status.truss_push_status = TRUSS_PUSHING
-    status.truss_push_time = timestamp(now)
+    status.truss_push_time = format_rfc3339(now)
     status.truss_config_hash = source.hash
     p.set(DEPLOYING, messages.push_started(ap, name))
     # On record before the push: a restart finds it and does not push twice.

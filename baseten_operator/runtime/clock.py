@@ -36,7 +36,22 @@ def utc_datetime(clock: Clock) -> datetime:
 
 def rfc3339(clock: Clock) -> str:
     """Kubernetes' timestamp form: second precision, `Z` suffix."""
-    return utc_datetime(clock).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return format_rfc3339(clock.now())
+
+
+def format_rfc3339(epoch: float) -> str:
+    """`rfc3339` of a given moment (seconds since the epoch)."""
+    return datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_rfc3339(value: str | None) -> float | None:
+    """Seconds since the epoch of an RFC 3339 timestamp; None when absent or unreadable."""
+    if not value:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
 
 
 def sleep_unless(
