@@ -144,15 +144,15 @@ class StatusWriter:
         self.commit()
 
     def commit(self) -> None:
-        rendered = to_wire(with_conditions(self.status, self.generation, rfc3339(self._clock)))
+        complete = with_conditions(self.status, self.generation, rfc3339(self._clock))
+        rendered = to_wire(complete)
         if rendered == self._stored:
             return
         self._write(rendered)
         self._stored = rendered
-        # Later renders compare conditions against what is now stored.
-        self.status.conditions = with_conditions(
-            self.status, self.generation, rfc3339(self._clock)
-        ).conditions
+        # Later renders compare conditions against what is now stored (not a second render,
+        # whose clock may have ticked past a second and moved lastTransitionTime).
+        self.status.conditions = complete.conditions
 
     def _write(self, rendered: dict[str, Any]) -> None:
         body = copy.deepcopy(self._obj)
