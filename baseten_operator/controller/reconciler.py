@@ -8,7 +8,6 @@ pass built is written once, at the end, and only if it changed.
 
 from __future__ import annotations
 
-import copy
 from typing import Any, NoReturn
 
 import structlog
@@ -64,8 +63,9 @@ class BasetenModelReconciler:
         if cached is None:  # step 1
             forget_model(request.namespace, request.name)
             return Result()
-        # The cache's dict is shared with every reader: this pass works on its own copy.
-        obj = copy.deepcopy(cached)
+        # The cache's dict is shared with every reader: a pass only reads it (StatusWriter
+        # copies it before putting a new status in), so there is no per-pass deep copy.
+        obj = cached
         writer = StatusWriter(self._deps.kube, obj, self._deps.clock)
         spec, problems = parse_spec(obj)
         if obj["metadata"].get("deletionTimestamp"):  # step 2
