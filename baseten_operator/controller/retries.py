@@ -95,8 +95,16 @@ def retry_failed_deployment(
             )
             count_retry("declined")
 
-    status.deployment_retry_count = attempt
-    delay = timing.retry_delay(attempt, deps.random())
-    status.next_retry_time = format_rfc3339(now + delay)
+    schedule_next_retry(p, now)
     log.info("deployment retry", key=p.key, deployment=deployment.name, attempt=attempt)
     raise Requeue(timing.poll)
+
+
+def schedule_next_retry(p: Pass, now: float) -> float:
+    """Count the attempt just made and set nextRetryTime after its backoff; the delay."""
+    status = p.status
+    attempt = (status.deployment_retry_count or 0) + 1
+    status.deployment_retry_count = attempt
+    delay = p.deps.timing.retry_delay(attempt, p.deps.random())
+    status.next_retry_time = format_rfc3339(now + delay)
+    return delay

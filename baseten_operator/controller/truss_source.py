@@ -29,6 +29,7 @@ from baseten_operator.controller.context import (
 )
 from baseten_operator.controller.model_id import remember_model_id
 from baseten_operator.controller.push_preflight import push_problem
+from baseten_operator.controller.retries import schedule_next_retry
 from baseten_operator.controller.source import track_source
 from baseten_operator.controller.timing import go_duration
 from baseten_operator.runtime.clock import format_rfc3339, parse_rfc3339
@@ -160,11 +161,7 @@ def _push_failed(p: Pass, ap: str, name: str, error: str) -> NoReturn:
     status.truss_push_status = None
     if not status.first_deployment_failure_time:
         status.first_deployment_failure_time = format_rfc3339(now)
-    attempt = (status.deployment_retry_count or 0) + 1
-    status.deployment_retry_count = attempt
-    delay = p.deps.timing.retry_delay(attempt, p.deps.random())
-    status.next_retry_time = format_rfc3339(now + delay)
-    raise Requeue(delay)
+    raise Requeue(schedule_next_retry(p, now))
 
 
 def _push(p: Pass, model_id: str | None, ap: str, source: TrussSource) -> NoReturn:
