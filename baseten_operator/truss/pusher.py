@@ -17,7 +17,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import structlog
@@ -69,7 +69,6 @@ class _Push:
     process: subprocess.Popen[bytes] | None = None
     # Why the push is being killed ("timeout", "stopped"), None while it may run on.
     cancel_reason: str | None = None
-    thread: threading.Thread | None = field(default=None, repr=False)
 
 
 def format_duration(seconds: float) -> str:
@@ -109,6 +108,9 @@ class TrussPusher:
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
         self._running: dict[str, _Push] = {}
+        # Supervisors still alive, including those past _finish's bookkeeping and still
+        # handing the outcome to on_done: stop() waits for all of them.
+        self._supervisors: set[threading.Thread] = set()
         self._outcomes: dict[str, PushOutcome] = {}
         self._stopped = False
         self._watchdog: threading.Thread | None = None
@@ -146,9 +148,10 @@ class TrussPusher:
             self._running[req.key] = push
             self._outcomes.pop(req.key, None)
             self._ensure_watchdog_locked()
-            push.thread = threading.Thread(
+            supervisor = threading.Thread(
                 target=self._supervise, args=(push,), name=f"truss-push-{req.key}", daemon=True
             )
+            self._supervisors.add(supervisor)
             self._changed.notify_all()
         log.info(
             "truss push launched",
@@ -156,7 +159,7 @@ class TrussPusher:
             model=req.model_name,
             deployment=req.deployment_name,
         )
-        push.thread.start()
+        supervisor.start()
         return True
 
     # --- lifecycle ----------------------------------------------------------------------
@@ -170,12 +173,11 @@ class TrussPusher:
         """Refuse new pushes, kill the running children and wait for their supervisors."""
         with self._lock:
             self._stopped = True
-            pushes = list(self._running.values())
-            for push in pushes:
+            for push in self._running.values():
                 self._cancel_locked(push, "stopped")
-            watchdog = self._watchdog
+            threads = [*self._supervisors, self._watchdog]
             self._changed.notify_all()
-        for thread in [p.thread for p in pushes] + [watchdog]:
+        for thread in threads:
             if thread is not None and thread is not threading.current_thread():
                 thread.join(timeout)
 
@@ -219,7 +221,11 @@ class TrussPusher:
         except Exception as exc:  # an outcome must come back whatever happens
             log.exception("truss push supervisor failed", key=push.request.key)
             outcome = self._outcome(push, error=short_error(str(exc), self._api_key) or "error")
-        self._finish(push, outcome)
+        try:
+            self._finish(push, outcome)
+        finally:
+            with self._lock:
+                self._supervisors.discard(threading.current_thread())
 
     def _run_child(self, push: _Push) -> PushOutcome:
         req = push.request
