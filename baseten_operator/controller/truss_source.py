@@ -191,7 +191,13 @@ def _push(p: Pass, model_id: str | None, ap: str, source: TrussSource) -> NoRetu
         p.set(DEPLOYING, messages.push_in_progress(ap, name))
         raise Requeue(timing.push_poll)
     if ours:
-        elapsed = now - (parse_rfc3339(status.truss_push_time) or now)
+        started = parse_rfc3339(status.truss_push_time)
+        if started is None:
+            # On record as pushing but with no start time (a status some other tool wrote):
+            # start the stale clock now rather than report "in progress" forever.
+            status.truss_push_time = format_rfc3339(now)
+            started = now
+        elapsed = now - started
         if elapsed < timing.stale_push or in_flight:
             p.set(DEPLOYING, messages.push_in_progress(ap, name))
             raise Requeue(timing.push_poll)

@@ -106,6 +106,22 @@ def test_stale_push_is_pushed_again(t) -> None:
     assert len(t.pusher.launched) == 2
 
 
+def test_a_push_on_record_without_a_start_time_goes_stale_in_time(t) -> None:
+    t.run()
+    t.pusher.running.clear()  # the process that pushed died...
+    t.edit(lambda obj: obj["status"].pop("trussPushTime"))  # ...and the time was lost
+    t.clock.advance(3600)
+    t.run()
+    assert t.message() == f"truss push in progress for {NAME}"
+    assert t.status()["trussPushTime"] == "2026-01-01T01:00:00Z"
+    t.clock.advance(301)
+    t.run()
+    assert (
+        t.event("TrussPushFailed")[1] == f"Truss push for '{NAME}' timed out after 5m1s, retrying"
+    )
+    assert len(t.pusher.launched) == 2
+
+
 def test_push_success_records_model_and_done(t) -> None:
     t.run()
     t.pusher.finish(KEY, NAME, model_id="m1")
