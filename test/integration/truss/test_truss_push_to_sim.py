@@ -5,56 +5,40 @@ from __future__ import annotations
 import copy
 import queue
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 import requests
+import yaml
 
+from baseten_operator.sim.baseten import BasetenSimulator
 from baseten_operator.truss.config import render_config_yaml
 from baseten_operator.truss.naming import config_hash, deployment_name
 from baseten_operator.truss.pusher import PushOutcome, PushRequest, TrussPusher
 
 pytestmark = pytest.mark.integration
 
-simulator_module = pytest.importorskip(
-    "baseten_operator.sim.baseten", reason="Baseten simulator not available"
-)
-if not hasattr(simulator_module, "BasetenSimulator"):
-    pytest.skip("BasetenSimulator is not exported yet", allow_module_level=True)
-
 API_KEY = "sim-api-key"
-MODEL_NAME = "my-llm-model"
-SETUP_SCRIPT = '#!/bin/bash\necho "done"'
-# The seed README's complete example, with its setup script inline.
-COMPLETE_CONFIG: dict[str, Any] = {
-    "pythonVersion": "py312",
-    "resources": {"accelerator": "H100:1", "useGpu": True},
-    "secrets": {"docker-registry-secret": ""},
-    "environmentVariables": {"DD_SITE": "us5.datadoghq.com"},
-    "baseImage": {
-        "image": "us-docker.pkg.dev/my-project/my-repo/vllm:0.16.0",
-        "dockerAuth": {
-            "authMethod": "GCP_SERVICE_ACCOUNT_JSON",
-            "secretName": "docker-registry-secret",
-            "registry": "us-docker.pkg.dev",
-        },
-    },
-    "dockerServer": {
-        "startCommand": "sh -c 'bash /app/data/setup.sh'",
-        "readinessEndpoint": "/health",
-        "livenessEndpoint": "/health",
-        "predictEndpoint": "/v1/completions",
-        "serverPort": 8000,
-    },
-    "runtime": {"predictConcurrency": 256},
-    "modelMetadata": {"tags": ["openai-compatible"], "exampleModelInput": {"prompt": "hi"}},
-    "setupScript": {"inline": SETUP_SCRIPT},
-}
+SAMPLES = Path(__file__).parents[3] / "config" / "samples"
+
+
+def shipped_sample() -> tuple[str, dict[str, Any], str]:
+    """The complete sample CR as shipped (the seed's complete example) and its setup script."""
+    cr = yaml.safe_load((SAMPLES / "models_v1alpha1_basetenmodel_complete.yaml").read_text())
+    configmap = yaml.safe_load((SAMPLES / "setup_configmap.yaml").read_text())
+    config = cr["spec"]["trussConfig"]
+    ref = config["setupScript"]["configMapRef"]
+    assert ref["name"] == configmap["metadata"]["name"]
+    return cr["spec"]["modelName"], config, configmap["data"][ref["key"]]
+
+
+MODEL_NAME, COMPLETE_CONFIG, SETUP_SCRIPT = shipped_sample()
 
 
 @pytest.fixture
 def simulator() -> Iterator[Any]:
-    sim = simulator_module.BasetenSimulator(api_key=API_KEY)
+    sim = BasetenSimulator(api_key=API_KEY)
     sim.start()
     yield sim
     sim.stop()
