@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Protocol
 
 from prometheus_client import (
@@ -274,38 +274,30 @@ MODEL_REPLICAS = Gauge(
 )
 
 
-class ModelSeries:
-    """The per-CR gauge series, so a renamed model or a deleted CR leaves no stale line.
+class ObjectSeries:
+    """Gauge series kept per Kubernetes object, so a relabelled or deleted object leaves no
+    stale line.
 
-    A series is labelled with the Baseten model and environment as well as the CR's
-    key; remembering which labels each CR last used lets an update replace its old
-    series and a deletion remove it.
+    Each series is labelled with the object's namespace and name followed by labels that
+    can change over its life (the Baseten model, the environment); remembering the labels
+    each object last used lets an update replace its old series and `forget` remove it.
     """
 
-    def __init__(self, ready: Gauge, replicas: Gauge) -> None:
-        self._ready = ready
-        self._replicas = replicas
+    def __init__(self, *gauges: Gauge) -> None:
+        self._gauges = gauges
         self._lock = threading.Lock()
-        self._labels: dict[tuple[str, str], tuple[str, str, str, str]] = {}
+        self._labels: dict[tuple[str, str], tuple[str, ...]] = {}
 
-    def set(
-        self,
-        namespace: str,
-        name: str,
-        model: str,
-        environment: str,
-        *,
-        ready: bool,
-        replicas: int,
-    ) -> None:
-        labels = (namespace, name, model, environment)
+    def set(self, namespace: str, name: str, *labels: str, values: Sequence[float]) -> None:
+        """One value per gauge, in the order the gauges were given."""
+        full = (namespace, name, *labels)
         with self._lock:
             previous = self._labels.get((namespace, name))
-            if previous is not None and previous != labels:
+            if previous is not None and previous != full:
                 self._remove(previous)
-            self._labels[(namespace, name)] = labels
-            self._ready.labels(*labels).set(1 if ready else 0)
-            self._replicas.labels(*labels).set(replicas)
+            self._labels[(namespace, name)] = full
+            for gauge, value in zip(self._gauges, values, strict=True):
+                gauge.labels(*full).set(value)
 
     def forget(self, namespace: str, name: str) -> None:
         with self._lock:
@@ -313,12 +305,13 @@ class ModelSeries:
             if labels is not None:
                 self._remove(labels)
 
-    def _remove(self, labels: tuple[str, str, str, str]) -> None:
-        for gauge in (self._ready, self._replicas):
+    def _remove(self, labels: tuple[str, ...]) -> None:
+        for gauge in self._gauges:
             gauge.remove(*labels)
 
 
-MODEL_SERIES = ModelSeries(MODEL_READY, MODEL_REPLICAS)
+MODEL_SERIES = ObjectSeries(MODEL_READY, MODEL_REPLICAS)
+ORPHAN_SERIES = ObjectSeries(ORPHANS_HOLDING_REPLICAS)
 
 
 class MetricsServer(RoutedHTTPServer):

@@ -89,10 +89,10 @@ def test_a_disabled_server_does_not_listen() -> None:
 def test_model_series_are_replaced_and_removed_with_their_cr() -> None:
     registry = metrics.REGISTRY
     labels = {"namespace": "ns-series", "name": "m", "model": "llama", "environment": "production"}
-    metrics.MODEL_SERIES.set("ns-series", "m", "llama", "production", ready=True, replicas=3)
+    metrics.MODEL_SERIES.set("ns-series", "m", "llama", "production", values=(1, 3))
     assert registry.get_sample_value("baseten_model_ready", labels) == 1
     assert registry.get_sample_value("baseten_model_active_replicas", labels) == 3
-    metrics.MODEL_SERIES.set("ns-series", "m", "llama", "staging", ready=False, replicas=0)
+    metrics.MODEL_SERIES.set("ns-series", "m", "llama", "staging", values=(0, 0))
     assert registry.get_sample_value("baseten_model_ready", labels) is None
     staging = {**labels, "environment": "staging"}
     assert registry.get_sample_value("baseten_model_ready", staging) == 0
