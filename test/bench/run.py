@@ -33,6 +33,7 @@ from baseten_operator.controller.timing import Timing
 from baseten_operator.runtime.logging import configure_logging
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "support"))
 sys.path.insert(0, str(HERE.parent / "integration" / "operator"))
 
 from operator_harness import OperatorHarness, is_ready, reconcile_spec  # noqa: E402

@@ -15,15 +15,15 @@ import os
 import signal
 import socket
 import subprocess
-import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import requests
 import yaml
+from polling import wait_for
 
 KUBECTL = "/usr/bin/kubectl"
 REPO = Path(__file__).resolve().parents[2]
@@ -38,31 +38,6 @@ LEASE_NAME = "baseten-operator.models.baseten.com"
 # Every delay of the operator and every simulated lifecycle step x0.02: a 30 s promotion poll
 # takes 0.6 s, the 5 min steady-state requeue 6 s, a deployment build 0.4 s.
 TIME_SCALE = 0.02
-
-T = TypeVar("T")
-
-
-class Timeout(AssertionError):
-    """A polled state was not reached before its deadline."""
-
-
-def wait_for(
-    probe: Callable[[], T | None],
-    *,
-    timeout: float,
-    interval: float = 0.1,
-    describe: Callable[[], str] | None = None,
-) -> T:
-    """Poll `probe` until it returns something truthy (returned), failing at the deadline."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = probe()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            detail = describe() if describe else ""
-            raise Timeout(f"not reached within {timeout}s. {detail}")
-        time.sleep(interval)
 
 
 def free_port() -> int:

@@ -21,7 +21,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
+
+from polling import wait_for
 
 from baseten_operator.api.constants import BASETENMODELS
 from baseten_operator.api.crd import build_crd
@@ -52,31 +54,6 @@ API_KEY = "integration-key"
 OPERATOR_TIME_SCALE = 0.01
 # Simulated lifecycles x0.01: a push builds, deploys and loads in 0.4 s.
 SIM_TIME_SCALE = 0.01
-
-T = TypeVar("T")
-
-
-class Timeout(AssertionError):
-    """A polled state was not reached before its deadline."""
-
-
-def wait_for(
-    probe: Callable[[], T | None],
-    *,
-    timeout: float = 15.0,
-    interval: float = 0.05,
-    describe: Callable[[], str] | None = None,
-) -> T:
-    """Poll `probe` until it returns something truthy (returned), failing at the deadline."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = probe()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            detail = describe() if describe else ""
-            raise Timeout(f"condition not reached within {timeout}s. {detail}")
-        time.sleep(interval)
 
 
 def condition(obj: dict[str, Any], kind: str) -> dict[str, Any] | None:
