@@ -13,7 +13,7 @@ import structlog
 import urllib3.exceptions
 
 from baseten_operator.baseten.client import BasetenClient
-from baseten_operator.baseten.errors import BasetenAPIError
+from baseten_operator.baseten.errors import BasetenAPIError, RateLimited
 
 ACTIVATE_TEMPLATE = "/v1/models/{model_id}/deployments/{deployment_id}/activate"
 
@@ -141,7 +141,7 @@ def test_429_without_a_hint_backs_off(
     assert len(clock.sleeps) == 1 and 0.25 <= clock.sleeps[0] <= 0.5
 
 
-def test_429_exhausted_raises_with_retry_after(
+def test_429_exhausted_raises_rate_limited_with_retry_after(
     client: BasetenClient, rsps: responses.RequestsMock, base_url: str, clock: Any
 ) -> None:
     rsps.get(
@@ -149,22 +149,47 @@ def test_429_exhausted_raises_with_retry_after(
         status=429,
         json={"error": "Rate limit exceeded. Please try again later.", "retry_after": 2},
     )
-    with pytest.raises(BasetenAPIError) as caught:
+    with pytest.raises(RateLimited) as caught:
         client.list_models()
-    assert caught.value.is_rate_limited
     assert caught.value.retry_after == 2
-    assert str(caught.value) == "HTTP 429: Rate limit exceeded. Please try again later."
+    assert "Rate limit exceeded" in str(caught.value)
     assert len(rsps.calls) == 4  # bounded
     assert clock.sleeps == [2, 2, 2]
 
 
-def test_429_asking_for_too_long_a_wait_is_raised_at_once(
+def test_429_asking_for_a_wait_past_the_deadline_is_raised_at_once(
     client: BasetenClient, rsps: responses.RequestsMock, base_url: str, clock: Any
 ) -> None:
+    # The deadline is 60 s: a worker never sleeps out an hour; the pass comes back later.
     rsps.get(f"{base_url}/models", status=429, json={"retry_after": 3600})
-    with pytest.raises(BasetenAPIError) as caught:
+    with pytest.raises(RateLimited) as caught:
         client.list_models()
     assert caught.value.retry_after == 3600
+    assert clock.sleeps == []
+    assert len(rsps.calls) == 1
+
+
+def test_429_waits_only_what_is_left_of_the_deadline(
+    client: BasetenClient, rsps: responses.RequestsMock, base_url: str, clock: Any
+) -> None:
+    url = f"{base_url}/models"
+    rsps.get(url, status=429, json={"retry_after": 40})
+    rsps.get(url, status=429, json={"retry_after": 40})
+    with pytest.raises(RateLimited) as caught:
+        client.list_models()
+    # 40 s fitted in the 60 s deadline once; the second 40 s did not.
+    assert clock.sleeps == [40]
+    assert caught.value.retry_after == 40
+
+
+def test_a_backoff_that_would_outlast_the_deadline_fails_the_call(
+    base_url: str, clock: Any, rsps: responses.RequestsMock
+) -> None:
+    client = BasetenClient("k", base_url, clock=clock, timeout=1.0, backoff_base=2.0)
+    rsps.get(f"{base_url}/models", status=503, json={"error": "unavailable"})
+    with pytest.raises(BasetenAPIError) as caught:
+        client.list_models()
+    assert caught.value.status_code == 503
     assert clock.sleeps == []
     assert len(rsps.calls) == 1
 
