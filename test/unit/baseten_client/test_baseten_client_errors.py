@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -11,9 +12,12 @@ import requests
 import responses
 import structlog
 import urllib3.exceptions
+from polling import wait_for
 
 from baseten_operator.baseten.client import BasetenClient
 from baseten_operator.baseten.errors import BasetenAPIError, RateLimited
+from baseten_operator.runtime.clock import FakeClock
+from baseten_operator.runtime.fence import NotLeader, WriteFence
 
 ACTIVATE_TEMPLATE = "/v1/models/{model_id}/deployments/{deployment_id}/activate"
 
@@ -451,3 +455,55 @@ class TestTheKeyNeverLeaks:
     def test_in_reprs(self, client: BasetenClient, api_key: str) -> None:
         transport = client._transport
         self.assert_hidden(api_key, repr(client), repr(vars(client)), repr(vars(transport)))
+
+
+# --- the write fence ---------------------------------------------------------------------
+
+
+def test_a_fenced_client_refuses_writes_before_sending_them(
+    client: BasetenClient, rsps: responses.RequestsMock, base_url: str
+) -> None:
+    refusal: list[str | None] = [None]
+    client.fence_writes(WriteFence(lambda: refusal[0]))
+    rsps.get(f"{base_url}/models", json={"models": []})
+    refusal[0] = "the lease is held by replica-b"
+    assert client.list_models() == []  # reads go on: the cache and checks stay warm
+    with pytest.raises(NotLeader, match="replica-b"):
+        client.promote("m1", "production", "dep1")
+    with pytest.raises(NotLeader):
+        client.delete_model("m1")
+    assert len(rsps.calls) == 1  # nothing but the GET left the process
+
+
+def test_losing_the_lease_interrupts_a_retry_wait(
+    base_url: str, rsps: responses.RequestsMock
+) -> None:
+    clock = FakeClock()  # time never moves on its own: only the fence can end the wait
+    client = BasetenClient("k", base_url, clock=clock, timeout=600)
+    fence = WriteFence(clock=clock)
+    client.fence_writes(fence)
+    rsps.get(f"{base_url}/models", status=429, json={"retry_after": 300})
+    outcome: list[BaseException] = []
+
+    def call() -> None:
+        try:
+            client.list_models()
+        except NotLeader as refused:
+            outcome.append(refused)
+
+    thread = threading.Thread(target=call)
+    thread.start()
+    wait_for(lambda: len(rsps.calls) == 1)
+    fence.close("leadership lost")
+    thread.join(5)
+    assert not thread.is_alive()
+    assert len(outcome) == 1 and outcome[0].reason == "leadership lost"
+
+
+def test_every_request_names_the_replica_in_its_user_agent(
+    base_url: str, clock: Any, rsps: responses.RequestsMock
+) -> None:
+    client = BasetenClient("k", base_url, clock=clock, user_agent="baseten-operator/0.1.0 (pod-a)")
+    rsps.get(f"{base_url}/models", json={"models": []})
+    client.list_models()
+    assert rsps.calls[0].request.headers["User-Agent"] == "baseten-operator/0.1.0 (pod-a)"
