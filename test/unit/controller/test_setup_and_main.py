@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from kubernetes import client as k8s_client
 
+from baseten_operator.baseten.client import BasetenClient
 from baseten_operator.config import OperatorOptions
 from baseten_operator.controller.setup import (
     MODEL_NAME_INDEX,
@@ -14,7 +16,8 @@ from baseten_operator.controller.setup import (
     build_controller,
 )
 from baseten_operator.controller.timing import Timing
-from baseten_operator.main import remote_url, run_operator
+from baseten_operator.main import build_operator, remote_url, run_operator
+from baseten_operator.runtime.client import KubeClient
 from baseten_operator.runtime.clock import FakeClock
 from baseten_operator.runtime.controller import Request
 from baseten_operator.runtime.recorder import FakeRecorder
@@ -115,3 +118,30 @@ def test_model_gauges_follow_the_pass(h) -> None:
     h.kube.objects.clear()
     h.run()
     assert metrics.REGISTRY.get_sample_value("baseten_model_ready", labels) is None
+
+
+def test_a_pass_stuck_for_two_baseten_deadlines_fails_liveness(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("BASETEN_API_KEY", "k")
+    clock = FakeClock()
+    options = OperatorOptions(
+        metrics_bind_address="0", health_probe_bind_address="0", baseten_timeout=30
+    )
+    configuration = k8s_client.Configuration()
+    configuration.host = "http://127.0.0.1:9"  # never contacted: nothing is started
+    manager = build_operator(
+        options,
+        kube=KubeClient(k8s_client.ApiClient(configuration)),
+        baseten=BasetenClient("k", "http://127.0.0.1:9/v1"),
+        clock=clock,
+    )
+    responsive = manager._liveness_checks["workers-responsive"]
+    queue = manager._controllers[0].queue
+    assert responsive()
+    queue.add(Request("ns", "slow"))
+    queue.get()  # a worker took it and is still in its pass
+    clock.advance(60)
+    assert responsive()
+    clock.advance(1)
+    assert not responsive()
