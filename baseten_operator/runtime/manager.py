@@ -6,9 +6,10 @@ stops taking work, drains in-flight passes within `shutdown_timeout`, releases t
 Lease and exits 0; a replica that loses its Lease stops its controllers at once and
 exits 1, because two replicas acting at the same time is worse than a restart.
 
-The manager owns the write fence (fence.py): whatever the components write passes it,
-and it closes the moment the Lease is lost or a shutdown starts, so a pass still in
-flight stops at its next write and every wait in a write path wakes up.
+The manager owns the write fence (fence.py): whatever the components write passes it.
+It closes the moment the Lease is lost, so a pass still in flight stops at its next
+write. A clean shutdown wakes every wait in a write path at once, lets the drain
+finish its writes, and closes the fence before the Lease is released.
 """
 
 from __future__ import annotations
@@ -286,12 +287,14 @@ class Manager:
         if not first:
             self._done.wait()
             return
-        # In-flight passes stop at their next write; waits in write paths wake up.
-        self.fence.close("shutting down")
+        # Waits in write paths wake up now; the drain may still write what it did.
+        self.fence.interrupt_waits("shutting down")
         if self._health_server is not None:
             self._health_server.set_shutting_down()
         try:
             self._stop_leader_work(drain_timeout)
+            # A pass that outlived the drain must not write once the Lease is given up.
+            self.fence.close("shutting down")
             if self._elector is not None:
                 self._elector.stop(timeout=self.options.retry_period + 5.0)
             self._stop_everything_else()
