@@ -206,14 +206,14 @@ def _delete_verdicts(
     if not cleanup.delete or cleanup.delete_after_days is None or cleanup.min_to_keep is None:
         return []
     newest_first = sorted(orphans, key=_created, reverse=True)
-    kept = [(o, f"among the {cleanup.min_to_keep} newest (minToKeep)") for o in newest_first]
+    newest: str | None = f"among the {cleanup.min_to_keep} newest (minToKeep)"
     candidates = sorted(newest_first[cleanup.min_to_keep :], key=_created)
     # Unrelated leftovers go before same-source variants (a rollback is likelier to want those).
     ordered = [d for d in candidates if not _is_variant(d, protected)] + [
         d for d in candidates if _is_variant(d, protected)
     ]
     max_age = cleanup.delete_after_days * day
-    verdicts: list[tuple[DeploymentV1, str | None]] = kept[: cleanup.min_to_keep]
+    verdicts = [(o, newest) for o in newest_first[: cleanup.min_to_keep]]
     for orphan in ordered:
         reason: str | None = None
         if orphan.status not in _DELETABLE:
