@@ -194,7 +194,7 @@ class Planner:
     ) -> None:
         """A manifest planned for deletion may never have been reconciled: its model ID is
         what the pass before would have resolved (the real lookup, into a throwaway status)."""
-        if (obj.get("status") or {}).get("modelId"):
+        if parse_status(obj.get("status")).model_id:
             return
         writer = StatusWriter(MemoryKube(), obj, self.clock)
         try:
@@ -202,9 +202,7 @@ class Planner:
         except (ReconcileError, Requeue):
             return  # not found: the deletion pass retains nothing, which the plan shows
         if model_id:
-            status = obj.setdefault("status", {})
-            status["modelId"] = model_id
-            status.setdefault("modelIDResolvedTime", writer.status.model_id_resolved_time)
+            obj["status"] = to_wire(writer.status)
 
     def _complete(
         self, action: Action, spec: BasetenModelSpec | None, model_id: str | None

@@ -25,17 +25,17 @@ from polling import wait_for
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "operator"))
 
-from operator_harness import RequestLog  # noqa: E402
+from operator_harness import RequestLog
 
-from baseten_operator.api.constants import BASETENMODELS, FINALIZER  # noqa: E402
-from baseten_operator.api.crd import build_crd  # noqa: E402
-from baseten_operator.baseten.client import API_KEY_ENV, BASE_URL_ENV, BasetenClient  # noqa: E402
-from baseten_operator.cli import main  # noqa: E402
-from baseten_operator.controller.context import Dependencies, ReconcileError  # noqa: E402
-from baseten_operator.controller.reconciler import BasetenModelReconciler  # noqa: E402
-from baseten_operator.controller.timing import Timing  # noqa: E402
-from baseten_operator.main import remote_url  # noqa: E402
-from baseten_operator.runtime.client import (  # noqa: E402
+from baseten_operator.api.constants import BASETENMODELS, FINALIZER
+from baseten_operator.api.crd import build_crd
+from baseten_operator.baseten.client import API_KEY_ENV, BASE_URL_ENV, BasetenClient
+from baseten_operator.cli import main
+from baseten_operator.controller.context import Dependencies, ReconcileError
+from baseten_operator.controller.reconciler import BasetenModelReconciler
+from baseten_operator.controller.timing import Timing
+from baseten_operator.main import remote_url
+from baseten_operator.runtime.client import (
     CONFIGMAPS,
     CRDS,
     NAMESPACES,
@@ -43,13 +43,13 @@ from baseten_operator.runtime.client import (  # noqa: E402
     KubeClient,
     NotFound,
 )
-from baseten_operator.runtime.clock import RealClock  # noqa: E402
-from baseten_operator.runtime.controller import Request, TerminalError  # noqa: E402
-from baseten_operator.runtime.recorder import EventRecorder  # noqa: E402
-from baseten_operator.sim.baseten import BasetenSimulator  # noqa: E402
-from baseten_operator.sim.baseten.engine import LifecycleDurations  # noqa: E402
-from baseten_operator.sim.kube import KubeApiServer  # noqa: E402
-from baseten_operator.truss.pusher import TrussPusher  # noqa: E402
+from baseten_operator.runtime.clock import RealClock
+from baseten_operator.runtime.controller import Request, TerminalError
+from baseten_operator.runtime.recorder import EventRecorder
+from baseten_operator.sim.baseten import BasetenSimulator
+from baseten_operator.sim.baseten.engine import LifecycleDurations
+from baseten_operator.sim.kube import KubeApiServer
+from baseten_operator.truss.pusher import TrussPusher
 
 API_KEY = "plan-key"
 PUSH_MUTATIONS = ("graphql:create_model_from_truss", "graphql:create_model_version_from_truss")

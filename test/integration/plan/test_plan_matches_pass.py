@@ -9,6 +9,8 @@ from typing import Any
 import pytest
 from plan_world import PlanWorld, expected_writes, made_writes, only_gets
 
+from baseten_operator.api.constants import BASETENMODELS
+
 pytestmark = pytest.mark.integration
 
 
@@ -222,4 +224,101 @@ def test_observe_shows_no_actions_and_why(world: PlanWorld, namespace: str) -> N
     assert item["actions"] == []
     assert item["notes"] == [
         "Observe mode: the operator reads Baseten and reports, it never writes"
+    ]
+
+
+def age(world: PlanWorld, deployment_id: str, days: float) -> None:
+    """Backdate a seeded deployment (the simulator seeds at "now")."""
+    with world.sim.engine.lock:
+        world.sim.engine.deployments[deployment_id].created_at = time.time() - days * 86400
+
+
+def test_orphans_are_scaled_in_and_deleted_with_each_verdict(
+    world: PlanWorld, namespace: str
+) -> None:
+    model = f"{namespace}-m"
+    model_id = world.sim.seed_model(model)["id"]
+    ids: dict[str, str] = {}
+    for name, status, days, minimum in (
+        ("main-v3", "ACTIVE", 0.1, 0),
+        ("young-1", "INACTIVE", 0.3, 0),
+        ("busy-a", "ACTIVE", 5, 2),
+        ("idle-b", "INACTIVE", 10, 0),
+        ("broken-c", "BUILD_FAILED", 8, 0),
+    ):
+        settings = {"min_replica": minimum, "max_replica": 3}
+        ids[name] = world.sim.seed_deployment(
+            model_id, name, status=status, autoscaling_settings=settings
+        )["id"]
+        age(world, ids[name], days)
+    world.sim.seed_environment(model_id, "production", current_deployment_id=ids["main-v3"])
+    cleanup = {
+        "scaleToZero": True,
+        "delete": True,
+        "deleteAfterDays": 1,
+        "minToKeep": 1,
+        "intervalMinutes": 10,
+    }
+    world.create_cr(namespace, "m", spec(model, "main-v3", orphanDeploymentCleanup=cleanup))
+    item = plan_then_pass(world, namespace, "m", model_id)
+    assert [(a["type"], a["deployment"]) for a in item["actions"]] == [
+        ("scale-in-orphan", "busy-a"),
+        ("delete-orphan", "idle-b"),
+        ("delete-orphan", "broken-c"),
+    ]
+    assert {o["deployment"]: o["reason"] for o in item["orphans"]} == {
+        "young-1": "kept: among the 1 newest (minToKeep)",
+        "busy-a": "scale in (minReplicas 2→0); kept: status ACTIVE is not deletable",
+        "idle-b": "delete: stale",
+        "broken-c": "delete: stale",
+    }
+
+
+def test_orphan_cleanup_not_due_plans_nothing(world: PlanWorld, namespace: str) -> None:
+    model = f"{namespace}-m"
+    model_id, ids = seeded_model(world, model, "v1", current="v1")
+    world.sim.seed_deployment(model_id, "old", status="INACTIVE")
+    cleanup = {"scaleToZero": True, "intervalMinutes": 10}
+    steady(world, namespace, "m", spec(model, "v1", orphanDeploymentCleanup=cleanup))
+    item = plan_then_pass(world, namespace, "m", model_id)
+    assert item["actions"] == [] and item["orphans"] == []
+
+
+def guarded(world: PlanWorld, namespace: str, min_replica: int, status: str = "ACTIVE") -> str:
+    model = f"{namespace}-m"
+    model_id = world.sim.seed_model(model)["id"]
+    v1 = world.sim.seed_deployment(model_id, "v1", status=status)["id"]
+    world.sim.seed_environment(
+        model_id,
+        "production",
+        current_deployment_id=v1,
+        autoscaling_settings={"min_replica": min_replica},
+    )
+    cr = spec(model, "v1", deletionPolicy="DeleteWithGuardrails")
+    cr["environment"]["autoscaling"] = {"minReplicas": min_replica}
+    steady(world, namespace, "m", cr)
+    world.kube.delete(BASETENMODELS, "m", namespace)  # the finalizer holds it: deleting
+    return model_id
+
+
+def test_guarded_deletion_blocked(world: PlanWorld, namespace: str) -> None:
+    model_id = guarded(world, namespace, min_replica=1)
+    item = plan_then_pass(world, namespace, "m", model_id)
+    assert item["actions"] == []
+    (blocker,) = item["blockers"]
+    assert "production" in blocker, blocker
+    assert item["status"]["deploymentStatus"] == "DELETE_BLOCKED"
+
+
+def test_guarded_deletion_clear(world: PlanWorld, namespace: str) -> None:
+    model_id = guarded(world, namespace, min_replica=0, status="SCALED_TO_ZERO")
+    item = plan_then_pass(world, namespace, "m", model_id)
+    assert item["actions"] == [
+        {
+            "type": "delete-model",
+            "model": f"{namespace}-m",
+            "modelId": model_id,
+            "deletionPolicy": "DeleteWithGuardrails",
+            "guardrails": "clear",
+        }
     ]
