@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from baseten_operator.plan.planner import ModelPlan
 
 API_VERSION = "plan.baseten.com/v1"
 KIND = "Plan"
+# The JSON Schema of `-o json` (shipped with the package).
+SCHEMA_PATH = Path(__file__).with_name("plan.schema.json")
 
 
 def has_changes(plans: Sequence[ModelPlan]) -> bool:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 from polling import wait_for
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "operator"))
@@ -35,6 +36,7 @@ from baseten_operator.controller.context import Dependencies, ReconcileError
 from baseten_operator.controller.reconciler import BasetenModelReconciler
 from baseten_operator.controller.timing import Timing
 from baseten_operator.main import remote_url
+from baseten_operator.plan.render import SCHEMA_PATH
 from baseten_operator.runtime.client import (
     CONFIGMAPS,
     CRDS,
@@ -218,7 +220,9 @@ class PlanWorld:
             code = main(["plan", "-o", "json", *args])
         assert len(self.sim.audit_log()) == audited, "plan made a Baseten write"
         seen = [(r.method, r.path) for r in self.requests.seen(since=started)]
-        return code, json.loads(out.getvalue()), seen
+        document = json.loads(out.getvalue())
+        jsonschema.validate(document, json.loads(SCHEMA_PATH.read_text()))
+        return code, document, seen
 
     def plan_table(self, *args: str) -> tuple[int, str]:
         out = io.StringIO()

@@ -322,3 +322,16 @@ def test_guarded_deletion_clear(world: PlanWorld, namespace: str) -> None:
             "guardrails": "clear",
         }
     ]
+
+
+def test_all_namespaces(world: PlanWorld) -> None:
+    first, second = world.new_namespace(), world.new_namespace()
+    for namespace in (first, second):
+        model_id, _ = seeded_model(world, f"{namespace}-m", "v1", current="v1")
+        steady(world, namespace, "m", spec(f"{namespace}-m", "v1"))
+    code, document, seen = world.plan("--cluster", "--kubeconfig", str(world.kubeconfig), "-A")
+    assert code == 0 and only_gets(seen)
+    keys = {(i["namespace"], i["name"]) for i in document["items"]}
+    assert {(first, "m"), (second, "m")} <= keys
+    code, document, _ = world.plan("--cluster", "--kubeconfig", str(world.kubeconfig), "-n", first)
+    assert [(i["namespace"], i["name"]) for i in document["items"]] == [(first, "m")]
