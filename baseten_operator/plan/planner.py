@@ -74,7 +74,10 @@ class ModelPlan:
     notes: list[str] = field(default_factory=list)
     orphans: list[OrphanVerdict] = field(default_factory=list)
     events: list[RecordedEvent] = field(default_factory=list)
-    status: dict[str, Any] = field(default_factory=dict)
+    # What the pass would leave in the CR's status.
+    status: dict[str, Any] = field(
+        default_factory=lambda: {"deploymentStatus": None, "message": None}
+    )
     source: dict[str, Any] | None = None
     error: str | None = None
 
@@ -234,12 +237,17 @@ class Planner:
         status = parse_status(after.get("status"))
         if spec is not None and spec.effective_mode in _NO_WRITES:
             result.notes.append(_NO_WRITES[spec.effective_mode])
-        if status.deployment_status in _BLOCKED_STATUSES and not result.actions:
-            next_retry = parse_rfc3339(status.next_retry_time)
-            if next_retry is not None and next_retry > self.clock.now():
-                result.notes.append(f"waiting: next retry at {status.next_retry_time}")
-            elif status.message and status.message not in result.blockers:
-                result.blockers.append(status.message)
+        next_retry = parse_rfc3339(status.next_retry_time)
+        backing_off = next_retry is not None and next_retry > self.clock.now()
+        if backing_off and not result.actions:
+            result.notes.append(f"waiting: next retry at {status.next_retry_time}")
+        elif (
+            status.deployment_status in _BLOCKED_STATUSES
+            and not result.actions
+            and status.message
+            and status.message not in result.blockers
+        ):
+            result.blockers.append(status.message)
         for event in result.events:
             if event.reason in _BLOCKING_EVENTS and event.message not in result.blockers:
                 result.blockers.append(event.message)
