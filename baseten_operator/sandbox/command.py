@@ -200,7 +200,12 @@ def _interactive(
         vllm_model_id=sandbox.simulator.engine.find_model_id(VLLM_MODEL) or "<not created yet>",
         staging_deployment_id=_staging_deployment_id(sandbox),
     )
-    plays = build_playbook(str(sandbox.settings.kubeconfig), sandbox.simulator.url, ids)
+    plays = build_playbook(
+        str(sandbox.settings.kubeconfig),
+        sandbox.simulator.url,
+        ids,
+        time_scale=sandbox.settings.time_scale,
+    )
     console.lines(
         [
             "",

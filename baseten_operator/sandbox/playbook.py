@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import json
 import shlex
+import shutil
+import sys
 from dataclasses import dataclass
 from typing import Any
 
-from baseten_operator.sandbox.seed import NEXT_CI_DEPLOYMENT, PRODUCTION
+from baseten_operator.sandbox.seed import NEXT_CI_DEPLOYMENT, PRODUCTION, SANDBOX_API_KEY
 
 COMMAND_PREFIX = "  $ "
 PRODUCTION_CR = "my-llm-model-production"
@@ -59,7 +61,30 @@ def ui_min_replicas(sim_url: str, model_id: str, minimum: int) -> str:
     )
 
 
-def build_playbook(kubeconfig: str, sim_url: str, ids: PlaybookIds) -> list[Play]:
+def operator_program() -> str:
+    """`baseten-operator` when it is on PATH, else this interpreter running the same CLI."""
+    if shutil.which("baseten-operator"):
+        return "baseten-operator"
+    return f"{shlex.quote(sys.executable)} -m baseten_operator.cli"
+
+
+def plan_command(kubeconfig: str, sim_url: str, api_key: str, time_scale: float) -> str:
+    """`baseten-operator plan` on the sandbox's cluster and simulator (a read is all it does)."""
+    return (
+        f"BASETEN_API_KEY={shlex.quote(api_key)} BASETEN_API_BASE_URL={sim_url}/v1 "
+        f"{operator_program()} plan --cluster --kubeconfig {shlex.quote(kubeconfig)} "
+        f"-n default --time-scale {time_scale:g}"
+    )
+
+
+def build_playbook(
+    kubeconfig: str,
+    sim_url: str,
+    ids: PlaybookIds,
+    *,
+    api_key: str = SANDBOX_API_KEY,
+    time_scale: float = 1.0,
+) -> list[Play]:
     drift = ui_min_replicas(sim_url, ids.llm_model_id, DRIFT_MIN_REPLICAS)
     source_patch = json.dumps(
         {"spec": {"sourceDeploymentName": NEXT_CI_DEPLOYMENT}}, separators=(",", ":")
@@ -82,6 +107,13 @@ def build_playbook(kubeconfig: str, sim_url: str, ids: PlaybookIds) -> list[Play
             f"Someone sets minReplicas {DRIFT_MIN_REPLICAS} in the Baseten UI; on its next pass "
             f"the operator puts {DESIRED_MIN_REPLICAS} back (event AutoscalingUpdated).",
             (drift,),
+        ),
+        Play(
+            "Preview with plan",
+            "What the operator's next pass would do to each sample, and why; it only reads "
+            "(drift again, then plan: an update-environment action, minReplicas "
+            f"{DRIFT_MIN_REPLICAS}→{DESIRED_MIN_REPLICAS}, unless the operator was faster).",
+            (drift, plan_command(kubeconfig, sim_url, api_key, time_scale)),
         ),
         Play(
             "A failed build",

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 from baseten_operator.sim.baseten.simulator import BasetenSimulator
 
+# The key the sandbox operator (and its ready-made plan command) uses on the simulator.
+SANDBOX_API_KEY = "sandbox-api-key"
 LLM_MODEL = "my-llm-model"
 VLLM_MODEL = "my-vllm-model"
 PRODUCTION = "production"

@@ -22,14 +22,13 @@ from baseten_operator.runtime.clock import RealClock
 from baseten_operator.runtime.logging import configure_logging
 from baseten_operator.runtime.manager import Manager
 from baseten_operator.sandbox import cluster
-from baseten_operator.sandbox.seed import SeededAccount, seed_account
+from baseten_operator.sandbox.seed import SANDBOX_API_KEY, SeededAccount, seed_account
 from baseten_operator.sandbox.waiting import wait_until
 from baseten_operator.sim.baseten.simulator import BasetenSimulator
 from baseten_operator.sim.kube.server import KubeApiServer
 
 log = structlog.get_logger(__name__)
 
-SANDBOX_API_KEY = "sandbox-api-key"
 LEADER_TIMEOUT = 20.0
 
 

@@ -50,6 +50,8 @@ def test_interactive_prints_working_commands_and_stops_on_sigint(run_sandbox: An
     ]
     assert any(command.startswith("curl") for command in commands)
     assert any(command.startswith("kubectl delete bm") for command in commands)
+    # The ready-made plan: read-only, so it runs (exit 0) whatever the operator is doing.
+    assert any(" plan --cluster --kubeconfig " in command for command in commands)
     ready = run("kubectl get bm -o wide", env)
     for name in ("my-llm-model-production", "my-llm-model-staging", "my-vllm-model-production"):
         assert name in ready.stdout
