@@ -330,4 +330,6 @@ def test_watches_that_break_at_once_still_back_off(
         broke_at = clock.monotonic()
         advance_until(clock, lambda n=n: len(list_watch_client.watches) > n, step=0.02)
         delays.append(clock.monotonic() - broke_at)
-    assert delays[-1] > 4 * delays[0]  # doubling: an API server that is down is not hammered
+    # Doubling: the fifth reconnect waits at least 3.2 s x 0.5 (the first at most 0.2 s),
+    # so an API server that is down is not hammered.
+    assert delays[-1] >= 1.6
