@@ -70,6 +70,13 @@ def add_operator_flags(parser: argparse.ArgumentParser) -> None:
         help="multiply every delay the operator waits (tests, sandbox)",
     )
     parser.add_argument(
+        "--require-namespace-policy",
+        action="store_true",
+        default=d.require_namespace_policy,
+        help="a namespace without the models.baseten.com/allowed-models annotation manages "
+        "no model (deny by default)",
+    )
+    parser.add_argument(
         "--kubeconfig",
         default=None,
         help="kubeconfig path (default: $KUBECONFIG, ~/.kube/config, in-cluster)",
@@ -90,6 +97,7 @@ def options_from_args(args: argparse.Namespace) -> OperatorOptions:
         log_format=args.log_format,
         time_scale=args.time_scale,
         kubeconfig=args.kubeconfig,
+        require_namespace_policy=args.require_namespace_policy,
     )
 
 

@@ -20,3 +20,5 @@ class OperatorOptions:
     time_scale: float = 1.0
     kubeconfig: str | None = None
     shutdown_timeout: float = 30.0
+    # A namespace without models.baseten.com/allowed-models manages nothing (deny by default).
+    require_namespace_policy: bool = False

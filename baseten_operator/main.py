@@ -9,6 +9,7 @@ import structlog
 
 from baseten_operator.baseten.client import API_KEY_ENV, BasetenClient
 from baseten_operator.baseten.errors import ConfigError
+from baseten_operator.baseten.pool import BasetenClientPool, MakeClient
 from baseten_operator.config import OperatorOptions
 from baseten_operator.controller.setup import PushOutcomeRelay, setup_with_manager
 from baseten_operator.controller.timing import Timing
@@ -30,15 +31,23 @@ def remote_url(api_base_url: str) -> str:
     return api_base_url.rstrip("/").removesuffix("/v1")
 
 
+def operator_namespace() -> str:
+    """The namespace the operator runs in (its Lease's default, its API key Secrets')."""
+    return os.environ.get("POD_NAMESPACE") or "default"
+
+
+def client_factory(base_url: str) -> MakeClient:
+    """The one place every Baseten client is built: the operator's own and each namespace's."""
+    return lambda api_key: BasetenClient(api_key, base_url)
+
+
 def manager_options(options: OperatorOptions) -> ManagerOptions:
     return ManagerOptions(
         metrics_bind_address=options.metrics_bind_address,
         health_probe_bind_address=options.health_probe_bind_address,
         leader_elect=options.leader_elect,
         leader_election_id=options.leader_election_id,
-        leader_election_namespace=options.leader_election_namespace
-        or os.environ.get("POD_NAMESPACE")
-        or "default",
+        leader_election_namespace=options.leader_election_namespace or operator_namespace(),
         namespace=options.watch_namespace or None,
         shutdown_timeout=options.shutdown_timeout,
     )
@@ -49,11 +58,18 @@ def _discard(_: object) -> None:
 
 
 def build_operator(
-    options: OperatorOptions, *, kube: KubeClient, baseten: BasetenClient, clock: Clock
+    options: OperatorOptions,
+    *,
+    kube: KubeClient,
+    baseten: BasetenClient,
+    clock: Clock,
+    make_client: MakeClient | None = None,
 ) -> Manager:
     """Every piece of the operator wired on a Manager that is ready to start (not started).
 
-    The truss pusher's child processes get the API key from BASETEN_API_KEY.
+    `baseten` is the client of the operator's own key; `make_client` builds the client of a
+    namespace's key (default: one like `baseten`). The truss pusher's child processes get
+    the operator's API key from BASETEN_API_KEY.
     """
     timing = Timing.scaled(options.time_scale)
     manager = Manager(kube, manager_options(options), clock=clock)
@@ -73,10 +89,13 @@ def build_operator(
         clock=clock,
     )
     manager.add_runnable(pusher.start, lambda: pusher.stop(10.0), leader_only=True)
+    pool = BasetenClientPool(baseten, make_client or client_factory(baseten.base_url))
     controller = setup_with_manager(
         manager,
+        pool=pool,
+        operator_namespace=operator_namespace(),
+        require_namespace_policy=options.require_namespace_policy,
         kube=kube,
-        baseten=baseten,
         recorder=recorder,
         clock=clock,
         timing=timing,
@@ -94,15 +113,19 @@ def run_operator(options: OperatorOptions) -> int:
     except ConfigError as error:
         print(f"baseten-operator: {error}", file=sys.stderr)
         return EXIT_CONFIG_ERROR
+    make_client = client_factory(baseten.base_url)
     kube = (
         KubeClient.from_kubeconfig(options.kubeconfig) if options.kubeconfig else KubeClient.auto()
     )
-    manager = build_operator(options, kube=kube, baseten=baseten, clock=RealClock())
+    manager = build_operator(
+        options, kube=kube, baseten=baseten, clock=RealClock(), make_client=make_client
+    )
     install_signal_handlers(manager)
     log.info(
         "starting operator",
         watch_namespace=options.watch_namespace or "(all)",
         time_scale=options.time_scale,
         leader_elect=options.leader_elect,
+        require_namespace_policy=options.require_namespace_policy,
     )
     return manager.run()

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from baseten_operator.config import OperatorOptions
+from baseten_operator.controller.ownership import CLAIM_INDEX
 from baseten_operator.controller.setup import (
     MODEL_NAME_INDEX,
     SETUP_CONFIGMAP_INDEX,
@@ -66,7 +67,7 @@ def test_configmap_change_enqueues_every_model_using_it() -> None:
     models = FakeInformer([model("a", "setup"), model("b", "setup"), model("c", "other")])
     configmaps = FakeInformer()
     controller = build(models, configmaps)
-    assert set(models.indexers) == {MODEL_NAME_INDEX, SETUP_CONFIGMAP_INDEX}
+    assert set(models.indexers) == {MODEL_NAME_INDEX, SETUP_CONFIGMAP_INDEX, CLAIM_INDEX}
     configmaps.handlers[0]["add"]({"metadata": {"namespace": "ns", "name": "setup"}})
     queued = set()
     while len(controller.queue):
