@@ -84,9 +84,7 @@ class FakeBaseten:
     def fail(self, method: str, error: BasetenAPIError, times: int = 1) -> None:
         self.errors.setdefault(method, []).extend([error] * times)
 
-    def add_model(
-        self, name: str = "my-llm", model_id: str = "m1", team: str | None = None
-    ) -> str:
+    def add_model(self, name: str = "my-llm", model_id: str = "m1", team: str | None = None) -> str:
         self.models[model_id] = ModelV1(id=model_id, name=name)
         self.deployments.setdefault(model_id, [])
         if team is not None:
@@ -368,7 +366,10 @@ class Secrets:
 
     def put(self, name: str, data: dict[str, str]) -> None:
         encoded = {key: base64.b64encode(value.encode()).decode() for key, value in data.items()}
-        self.items[name] = {"metadata": {"name": name, "namespace": OPERATOR_NAMESPACE}, "data": encoded}
+        self.items[name] = {
+            "metadata": {"name": name, "namespace": OPERATOR_NAMESPACE},
+            "data": encoded,
+        }
 
     def get(self, namespace: str | None, name: str) -> dict[str, Any] | None:
         return self.items.get(name) if namespace == OPERATOR_NAMESPACE else None

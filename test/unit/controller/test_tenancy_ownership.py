@@ -86,9 +86,7 @@ def test_pause_claims(h) -> None:
     h.create(created=YOUNGER)
     h.run()
     assert h.word() == "CONFLICT"
-    assert h.message() == (
-        "environment production of model 'my-llm' is managed by team-b/paused"
-    )
+    assert h.message() == ("environment production of model 'my-llm' is managed by team-b/paused")
 
 
 def test_teams_are_part_of_the_claim(h) -> None:
@@ -117,9 +115,7 @@ def test_the_next_in_line_takes_over_when_the_owner_is_deleted(h) -> None:
     h.create(created=YOUNGER)
     h.run()
     assert h.word() == "CONFLICT"
-    h.edit(
-        lambda o: o["metadata"].__setitem__("deletionTimestamp", YOUNGER), "owner", "team-a"
-    )
+    h.edit(lambda o: o["metadata"].__setitem__("deletionTimestamp", YOUNGER), "owner", "team-a")
     h.run()
     assert h.word() == "ACTIVE"
 
