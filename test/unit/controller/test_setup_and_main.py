@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
+from baseten_operator.baseten.pool import BasetenClientPool
 from baseten_operator.config import OperatorOptions
 from baseten_operator.controller.ownership import CLAIM_INDEX
-from baseten_operator.baseten.pool import BasetenClientPool
 from baseten_operator.controller.setup import (
     MODEL_NAME_INDEX,
     SETUP_CONFIGMAP_INDEX,
