@@ -45,6 +45,9 @@ class TeamScopedClient:
     def __init__(self, client: BasetenClient, team: str) -> None:
         self._client = client
         self.team = team
+        # One view serves one pass: the team's ID is looked up once, then reused (the push
+        # of the same pass needs it right after the model lookup).
+        self._team_id: str | None = None
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._client, name)
@@ -53,10 +56,12 @@ class TeamScopedClient:
         return f"TeamScopedClient({self._client!r}, team={self.team!r})"
 
     def team_id(self) -> str:
-        matches = [t for t in self._client.list_teams(self.team) if t.name == self.team]
-        if not matches:
-            raise TeamNotFound(self.team)
-        return matches[0].id
+        if self._team_id is None:
+            matches = [t for t in self._client.list_teams(self.team) if t.name == self.team]
+            if not matches:
+                raise TeamNotFound(self.team)
+            self._team_id = matches[0].id
+        return self._team_id
 
     def list_models(self, name: str | None = None) -> list[ModelV1]:
         return self._client.list_team_models(self.team_id(), name)

@@ -186,3 +186,12 @@ def test_a_key_secret_change_wakes_the_namespaces_naming_it() -> None:
     world.pool.client_for("ns-key", "b")
     world.secrets.fire("delete", new)
     assert len(world.pool) == 0
+
+
+def test_require_namespace_policy_is_a_run_flag() -> None:
+    from baseten_operator.cli import build_parser, options_from_args
+
+    parse = build_parser().parse_args
+    assert options_from_args(parse(["run"])).require_namespace_policy is False
+    options = options_from_args(parse(["run", "--require-namespace-policy"]))
+    assert options.require_namespace_policy is True
