@@ -159,7 +159,8 @@ def setup_with_manager(
 ) -> Controller:
     """`build_controller` on the manager's shared informers, registered with it."""
     tenancy = TenancySources(
-        namespaces=manager.informer(NAMESPACES),
+        # Only the annotations matter: no Namespace spec or status is ever cached.
+        namespaces=manager.informer(NAMESPACES, metadata_only=True),
         # Only the operator's own namespace: its RBAC grants Secrets there and nowhere else.
         secrets=manager.informer(SECRETS, operator_namespace),
         pool=pool,
