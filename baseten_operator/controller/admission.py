@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from baseten_operator.api.constants import FAILED, EventReason
+from baseten_operator.api.constants import FAILED, EventReason, Mode
 from baseten_operator.controller.context import Pass, Requeue
 from baseten_operator.controller.namespace_policy import NamespacePolicy
 from baseten_operator.controller.ownership import ensure_not_shared, ensure_owner
@@ -27,6 +27,8 @@ def admit(p: Pass) -> Pass:
             p.event(EventReason.POLICY_VIOLATION, violation)
         raise Requeue()  # the Namespace watch brings it back when the policy changes
     ensure_owner(p, tenancy)
+    if p.spec.effective_mode == Mode.PAUSE:
+        return p  # no Baseten call to make: a missing key must not hide the pause
     return _scoped(p, tenancy, policy)
 
 

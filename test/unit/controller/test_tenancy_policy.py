@@ -176,3 +176,10 @@ def test_pushes_carry_the_namespace_key_and_team(h) -> None:
     [request] = h.pusher.launched
     assert (request.api_key, request.team_id) == ("key-a", "team-search")
     assert "key-a" not in repr(request)
+
+
+def test_a_paused_cr_needs_no_key(h) -> None:
+    h.namespaces.annotate("default", api_key_secret="missing")
+    h.create(mode="Pause")
+    h.run()
+    assert h.word() == "PAUSED"
