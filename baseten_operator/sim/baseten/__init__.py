@@ -10,7 +10,8 @@ clock's now, so a FakeClock makes everything deterministic. Durations are
 Control API: the methods of `BasetenSimulator`, also `POST /_sim/<method>` with JSON keyword
 arguments (`GET` for audit_log, uploaded_files, health). Fault and rate-limit endpoint
 names: list_teams, list_team_models, list_models, get_model, delete_model,
-list_deployments, get_deployment, delete_deployment, activate, deactivate, retry, update_deployment_autoscaling,
+list_deployments, get_deployment, delete_deployment, activate, deactivate, retry,
+update_deployment_autoscaling,
 list_environments, create_environment, get_environment, update_environment,
 delete_environment, promote, graphql, graphql:<root field>, s3, or * for any.
 
