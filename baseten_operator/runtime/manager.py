@@ -116,7 +116,7 @@ class Manager:
         self._liveness_checks: dict[str, Check] = {}
         self._lease_lost = threading.Event()
         self._lock = threading.RLock()
-        self._informers: dict[tuple[Resource, str | None], Informer] = {}
+        self._informers: dict[tuple[Resource, str | None, bool], Informer] = {}
         self._controllers: list[Runnable] = []
         self._runnables: list[_Runnable] = []
         self._elector: LeaderElector | None = None
@@ -131,15 +131,20 @@ class Manager:
 
     # -- registration -------------------------------------------------------------------
 
-    def informer(self, resource: Resource, namespace: str | None = None) -> Informer:
-        """The shared informer of `resource` in `namespace` (default: the watch namespace)."""
+    def informer(
+        self, resource: Resource, namespace: str | None = None, *, metadata_only: bool = False
+    ) -> Informer:
+        """The shared informer of `resource` in `namespace` (default: the watch namespace);
+        `metadata_only`: one that caches only the objects' metadata."""
         if namespace is None:
             namespace = self.options.namespace
-        key = (resource, namespace if resource.namespaced else None)
+        key = (resource, namespace if resource.namespaced else None, metadata_only)
         with self._lock:
             informer = self._informers.get(key)
             if informer is None:
-                informer = Informer(self.client, resource, key[1], clock=self._clock)
+                informer = Informer(
+                    self.client, resource, key[1], clock=self._clock, metadata_only=metadata_only
+                )
                 self._informers[key] = informer
                 if self._started:
                     informer.start()
