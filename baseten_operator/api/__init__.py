@@ -1,1 +1,1 @@
-"""The BasetenModel API: names, words and pydantic types (BEHAVIOR.md section 1)."""
+"""The BasetenModel API: names, words and pydantic types (docs/contract.md section 1)."""

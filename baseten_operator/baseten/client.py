@@ -1,4 +1,4 @@
-"""Client of the Baseten management API (the operations in reference/baseten-api.md).
+"""Client of the Baseten management API (the operations in docs/baseten-api.md).
 
 One instance is shared by every reconcile worker: its transport pools connections and
 its rate limiter's buckets are per instance, so all threads draw from the same ones.

@@ -1,4 +1,4 @@
-"""The reconciler's own metrics (DESIGN.md: retries, drift corrections, orphans, per-CR gauges)."""
+"""The reconciler's own metrics (docs/metrics.md): retries, drift, orphans, per-CR gauges."""
 
 from __future__ import annotations
 

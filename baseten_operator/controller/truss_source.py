@@ -1,4 +1,4 @@
-"""trussConfig: the operator pushes the source deployment itself (BEHAVIOR.md section 5).
+"""trussConfig: the operator pushes the source deployment itself (docs/contract.md section 5).
 
 The push runs in the background (truss/pusher.py); its outcome comes back here on a later
 pass, and only this module turns it into status.

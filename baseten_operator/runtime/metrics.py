@@ -2,7 +2,7 @@
 
 The controller-runtime and workqueue names are the ones users already scrape and
 alert on; the `baseten_*` ones are this operator's own. Defining them all here keeps
-the exposed surface in one place (METRICS.md lists it) and lets tests read values
+the exposed surface in one place (docs/metrics.md lists it) and lets tests read values
 from `REGISTRY` without touching the process-wide default registry.
 """
 
