@@ -139,3 +139,27 @@ def test_every_exported_metric_is_documented_with_its_type() -> None:
     assert "controller_runtime_reconcile_total" in exported
     assert "baseten_api_requests_total" in exported
     assert documented_metrics() == exported
+
+
+def citations() -> list[tuple[Path, str, str]]:
+    """(file, document, section or "") of every `docs/....md [section] N` in code and tests."""
+    cited = re.compile(r"docs/([a-z-]+\.md)(?:\s+(?:sections?|steps?|§)?\s*(\d+))?")
+    found = []
+    for root in ("baseten_operator", "test", "hack"):
+        for path in (REPO / root).rglob("*"):
+            if path.suffix in {".py", ".yaml", ".json", ".sh"} and path.is_file():
+                for document, section in cited.findall(path.read_text(errors="replace")):
+                    found.append((path, document, section))
+    return found
+
+
+def test_every_citation_points_at_a_document_and_section_that_exist() -> None:
+    found = citations()
+    assert any(document == "contract.md" for _, document, _ in found)
+    for path, document, section in found:
+        target = REPO / "docs" / document
+        assert target.is_file(), f"{path.relative_to(REPO)} cites missing docs/{document}"
+        if section:
+            assert (
+                f"\n## {section}. " in target.read_text()
+            ), f"{path.relative_to(REPO)} cites docs/{document} section {section}, which it lacks"
