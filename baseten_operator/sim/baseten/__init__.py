@@ -13,6 +13,10 @@ names: list_models, get_model, delete_model, list_deployments, get_deployment,
 delete_deployment, activate, deactivate, retry, update_deployment_autoscaling,
 list_environments, create_environment, get_environment, update_environment,
 delete_environment, promote, graphql, graphql:<root field>, s3, or * for any.
+
+Must not import the operator (`api`, `baseten`, `truss`, `controller`, `sandbox`, `cli`,
+`main`): it answers as Baseten does (docs/baseten-api.md), whatever the client believes. From
+`runtime` only the clock.
 """
 
 from baseten_operator.sim.baseten.engine import LifecycleDurations, SimEngine

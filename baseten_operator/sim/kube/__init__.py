@@ -41,6 +41,9 @@ Deliberate simplifications: server-side apply is a merge of the applied configur
 field ownership); no garbage collection by ownerReferences; no authentication or RBAC;
 namespace and CRD deletion drain their contents synchronously; the clock given to the
 server stamps objects, while watch timeouts and bookmarks follow real time.
+
+Must not import the operator (`api`, `baseten`, `truss`, `controller`, `sandbox`, `cli`,
+`main`): it emulates Kubernetes, not this project. From `runtime` only the clock.
 """
 
 from .server import KubeApiServer

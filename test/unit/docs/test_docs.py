@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import importlib.util
 import pkgutil
 import re
 from pathlib import Path
@@ -163,3 +164,26 @@ def test_every_citation_points_at_a_document_and_section_that_exist() -> None:
             assert (
                 f"\n## {section}. " in target.read_text()
             ), f"{path.relative_to(REPO)} cites docs/{document} section {section}, which it lacks"
+
+
+def packages() -> list[str]:
+    return ["baseten_operator"] + [
+        module.name
+        for module in pkgutil.walk_packages(baseten_operator.__path__, "baseten_operator.")
+        if module.ispkg
+    ]
+
+
+@pytest.mark.parametrize("package", packages())
+def test_every_package_says_what_it_is_and_exports_what_exists(package: str) -> None:
+    module = importlib.import_module(package)
+    doc = module.__doc__ or ""
+    assert len(doc.split()) > 12, f"{package}'s docstring is a placeholder"
+    assert "must not import" in doc.lower() or package.endswith("sandbox"), package
+    exported = module.__dict__.get("__all__")
+    assert exported, f"{package} defines no __all__"
+    for name in exported:
+        # A name is an attribute of the package or one of its submodules.
+        assert hasattr(module, name) or importlib.util.find_spec(
+            f"{package}.{name}"
+        ), f"{package}.__all__ names {name!r}, which does not exist"
