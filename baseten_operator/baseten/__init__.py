@@ -1,12 +1,12 @@
 """Client of the Baseten Management API (docs/baseten-api.md).
 
 `client.BasetenClient` has one method per operation; `transport` does auth, throttling,
-retries and metrics; `models` parses responses; `errors` are what every failed call raises;
-`settings` turns a spec's environment into API payloads and finds drift; `ratelimit` holds the
-client-side token buckets.
+retries and the request metrics (defined in `metrics`); `models` parses responses; `errors`
+are what every failed call raises; `settings` turns a spec's environment into API payloads
+and finds drift; `ratelimit` holds the client-side token buckets.
 
 Must not import: `controller`, `truss`, `sim`, `sandbox`, `cli`, `main`, nor the `kubernetes`
 package. From `runtime` only the clock and the metrics registry.
 """
 
-__all__ = ["client", "errors", "models", "settings"]
+__all__ = ["client", "errors", "metrics", "models", "settings"]

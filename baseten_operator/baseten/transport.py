@@ -26,13 +26,13 @@ from pydantic import BaseModel, ValidationError
 from requests.adapters import HTTPAdapter
 
 from baseten_operator.baseten.errors import BasetenAPIError
-from baseten_operator.baseten.ratelimit import EndpointRateLimiter, Limit
-from baseten_operator.runtime.clock import Clock
-from baseten_operator.runtime.metrics import (
+from baseten_operator.baseten.metrics import (
     BASETEN_API_LATENCY,
     BASETEN_API_REQUESTS,
     BASETEN_RATE_LIMIT_WAIT,
 )
+from baseten_operator.baseten.ratelimit import EndpointRateLimiter, Limit
+from baseten_operator.runtime.clock import Clock
 
 log = structlog.get_logger(__name__)
 
