@@ -5,8 +5,8 @@ retries and the request metrics (defined in `metrics`); `models` parses response
 are what every failed call raises; `settings` turns a spec's environment into API payloads
 and finds drift; `ratelimit` holds the client-side token buckets.
 
-Must not import: `controller`, `truss`, `sim`, `sandbox`, `cli`, `main`, nor the `kubernetes`
-package. From `runtime` only the clock and the metrics registry.
+Must not import: `controller`, `truss`, `sim`, `sandbox`, `cli`, `main`, nor the
+`kubernetes` package. From `runtime` only the clock, the write fence and the metrics registry.
 """
 
 __all__ = ["client", "errors", "metrics", "models", "settings"]

@@ -3,7 +3,8 @@ controller-runtime's image (docs/design.md, "Runtime semantics").
 
 `client` (a dynamic JSON client and its typed errors), `informer` (list+watch caches),
 `workqueue` (rate-limited queue), `controller` (workers, reconcile outcomes), `leaderelection`
-(Lease), `recorder` (aggregating Events), `manager` (ties them together, shuts down cleanly),
+(Lease), `fence` (the write fence: only a replica proven to lead writes), `recorder`
+(aggregating Events), `manager` (ties them together, shuts down cleanly),
 `metrics` (the Prometheus registry and `/metrics`), `health` (probes), `httpserver` (the
 servers' common base), `logging` (structlog with redaction), `clock` (injectable time,
 `FakeClock` for tests).
@@ -16,6 +17,7 @@ __all__ = [
     "client",
     "clock",
     "controller",
+    "fence",
     "informer",
     "logging",
     "manager",
