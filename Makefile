@@ -32,10 +32,11 @@ tour: $(STAMP) ## The narrated, self-ending sandbox demo
 run: $(STAMP) ## Run the operator against the current kubeconfig (needs BASETEN_API_KEY)
 	$(BIN)/baseten-operator run $(ARGS)
 
-lint: $(STAMP) ## ruff and mypy
+lint: $(STAMP) ## ruff, mypy and the import contracts (pyproject.toml, [tool.importlinter])
 	$(BIN)/ruff check baseten_operator test hack
 	$(BIN)/ruff format --check baseten_operator test hack
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-cache
 
 test: lint ## Lint, type-check and run the whole test suite
 	$(BIN)/pytest -q $(PYTEST_ARGS)

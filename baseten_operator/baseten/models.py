@@ -1,4 +1,4 @@
-"""Response models of the Baseten management API (reference/baseten-api.md).
+"""Response models of the Baseten management API (docs/baseten-api.md).
 
 Field names are the API's snake_case. Unknown fields are ignored, statuses are plain
 strings (a status Baseten adds tomorrow must not break parsing), and every field the
@@ -143,3 +143,13 @@ class SuccessAck(ApiResponse):
 class SettingsUpdateAck(ApiResponse):
     status: str = ""
     message: str | None = None
+
+
+class TeamV1(ApiResponse):
+    id: str
+    name: str
+    default: bool = False
+
+
+class TeamList(ApiResponse):
+    teams: list[TeamV1]

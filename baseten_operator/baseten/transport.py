@@ -33,14 +33,14 @@ from pydantic import BaseModel, ValidationError
 
 from baseten_operator.baseten.deadlines import DeadlineAdapter, deadline
 from baseten_operator.baseten.errors import BasetenAPIError, RateLimited
-from baseten_operator.baseten.ratelimit import EndpointRateLimiter, Limit
-from baseten_operator.runtime.clock import Clock
-from baseten_operator.runtime.fence import WriteFence
-from baseten_operator.runtime.metrics import (
+from baseten_operator.baseten.metrics import (
     BASETEN_API_LATENCY,
     BASETEN_API_REQUESTS,
     BASETEN_RATE_LIMIT_WAIT,
 )
+from baseten_operator.baseten.ratelimit import EndpointRateLimiter, Limit
+from baseten_operator.runtime.clock import Clock
+from baseten_operator.runtime.fence import WriteFence
 
 log = structlog.get_logger(__name__)
 

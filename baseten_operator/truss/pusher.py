@@ -23,9 +23,9 @@ from typing import Any
 import structlog
 from pydantic import ValidationError
 
-from baseten_operator.runtime import metrics
 from baseten_operator.runtime.clock import Clock, RealClock
 from baseten_operator.runtime.fence import WriteFence
+from baseten_operator.truss import metrics
 from baseten_operator.truss.naming import truss_config_dict
 from baseten_operator.truss.push_child import (
     API_KEY_ENV,

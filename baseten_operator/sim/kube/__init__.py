@@ -5,7 +5,7 @@ core/v1 namespaces, configmaps, secrets and events, events.k8s.io/v1 events,
 coordination.k8s.io/v1 leases, CustomResourceDefinitions and the custom resources they
 define (plus ServiceAccounts, Services, Pods, Deployments and RBAC kinds, stored only, so
 install manifests apply), with discovery, resourceVersions, watches, patches, finalizers, status
-subresources, dry runs and table output (see shared/reference/kube-api-emulation.md).
+subresources, dry runs and table output (see docs/kube-emulation.md).
 
     server = KubeApiServer()            # host="127.0.0.1", port=0 (ephemeral)
     url = server.start()
@@ -41,6 +41,9 @@ Deliberate simplifications: server-side apply is a merge of the applied configur
 field ownership); no garbage collection by ownerReferences; no authentication or RBAC;
 namespace and CRD deletion drain their contents synchronously; the clock given to the
 server stamps objects, while watch timeouts and bookmarks follow real time.
+
+Must not import the operator (`api`, `baseten`, `truss`, `controller`, `sandbox`, `cli`,
+`main`): it emulates Kubernetes, not this project. From `runtime` only the clock.
 """
 
 from .server import KubeApiServer
