@@ -116,7 +116,7 @@ def _message(data: bytes, schema: dict[int, Field]) -> dict[str, Any]:
         if field is None:
             continue
         if field.kind in ("map", "map_bytes"):
-            if wire_type != _LENGTH:
+            if not isinstance(value, bytes):
                 raise ProtobufError(f"field {field.name}: a map entry must be length-delimited")
             key, item = _map_entry(value, as_bytes=field.kind == "map_bytes")
             out.setdefault(field.name, {})[key] = item
