@@ -1,4 +1,4 @@
-"""`make manifests`: write the BasetenModel CRD generated from the API types, and the chart's copies.
+"""`make manifests`: write the BasetenModel CRD generated from the API types, and chart copies.
 
 Writes config/crd/bases/models.baseten.com_basetenmodels.yaml and config/crd/kustomization.yaml,
 and keeps the Helm chart (deploy/charts/baseten-operator) in step: its version and appVersion
