@@ -645,3 +645,43 @@ def test_make_helm_package_writes_the_versioned_archive(tmp_path: Path) -> None:
         assert packaged.metadata["appVersion"] == chart().metadata["appVersion"]
         assert {t["name"] for t in packaged.templates} == {t["name"] for t in chart().templates}
         assert packaged.values == chart().values
+
+
+# --------------------------------------------------------------------------- the operator's CLI
+
+# Flags of the HTTPS metrics server (branch `secure`), which the CLI may not have yet.
+SECURE_METRICS_FLAGS = ("--metrics-secure", "--metrics-cert-path")
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        {},
+        {"metrics": {"enabled": False}},
+        {"metrics": {"secure": False}},
+        {"metrics": {"certSecretName": "metrics-tls"}},
+        {"watchNamespace": "models", "maxConcurrentReconciles": 8, "maxConcurrentPushes": 2,
+         "logging": {"level": "debug", "format": "console"}, "leaderElection": {"enabled": False},
+         "extraArgs": ["--leader-election-id=custom"]},
+    ],
+    ids=["defaults", "metrics-off", "secure-off", "cert-secret", "operator-flags"],
+)  # fmt: skip
+def test_rendered_arguments_are_the_operators_flags(values: Obj) -> None:
+    from baseten_operator.cli import build_parser, options_from_args
+
+    args = manager(objects(values))["args"]
+    parsed, unknown = build_parser().parse_known_args(["run", *args])
+    if unknown and all(arg.startswith(SECURE_METRICS_FLAGS) for arg in unknown):
+        pytest.skip(f"the CLI does not have {unknown} yet (branch secure)")
+    assert unknown == []
+    options = options_from_args(parsed)
+    merged = chart().merge_values(values)
+    assert options.leader_elect == merged["leaderElection"]["enabled"]
+    assert options.health_probe_bind_address == ":8081"
+    port = merged["metrics"]["port"] if merged["metrics"]["enabled"] else None
+    assert options.metrics_bind_address == (f":{port}" if port else "0")
+    assert options.watch_namespace == merged["watchNamespace"]
+    if merged.get("maxConcurrentReconciles"):
+        assert options.max_concurrent_reconciles == merged["maxConcurrentReconciles"]
+    if merged["logging"]["level"]:
+        assert options.log_level == merged["logging"]["level"]
