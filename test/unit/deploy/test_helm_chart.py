@@ -685,3 +685,19 @@ def test_rendered_arguments_are_the_operators_flags(values: Obj) -> None:
         assert options.max_concurrent_reconciles == merged["maxConcurrentReconciles"]
     if merged["logging"]["level"]:
         assert options.log_level == merged["logging"]["level"]
+
+
+def test_argocd_application_installs_the_chart() -> None:
+    application = yaml.safe_load(
+        (REPO / "deploy" / "argocd" / "operator-application.yaml").read_text()
+    )
+    source = application["spec"]["source"]
+    assert (REPO / source["path"]).resolve() == CHART
+    values = source["helm"]["valuesObject"]
+    chart().validate_schema(values)
+    objs = objects(values, release=source["helm"]["releaseName"])
+    destination = application["spec"]["destination"]["namespace"]
+    assert {o["metadata"]["namespace"] for o in objs if "namespace" in o["metadata"]} == {
+        destination
+    }
+    assert {"ServiceMonitor", "PrometheusRule"} <= kinds(objs)
