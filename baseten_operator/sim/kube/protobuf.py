@@ -136,7 +136,7 @@ def _scalar(field: Field, wire_type: int, value: int | bytes) -> Any:
         raise ProtobufError(f"field {field.name}: unexpected wire type {wire_type}")
     if field.kind == "int":
         assert isinstance(value, int)
-        return value - (1 << 64) if value >= 1 << 63 else value
+        return _signed(value)
     if field.kind == "bool":
         return bool(value)
     assert isinstance(value, bytes)
@@ -166,14 +166,17 @@ def _map_entry(data: bytes, *, as_bytes: bool) -> tuple[str, str]:
 
 
 def _time(data: bytes) -> str | None:
-    """metav1.Time {seconds, nanos} as RFC 3339 (the JSON form drops the fraction)."""
-    seconds = 0
-    for number, _wire_type, value in _fields(data):
-        if number == 1 and isinstance(value, int):
-            seconds = value - (1 << 64) if value >= 1 << 63 else value
+    """metav1.Time {seconds, nanos} as RFC 3339 (the JSON form drops the fraction); Go writes
+    the zero time as an empty message, which JSON leaves out."""
     if not data:
         return None
-    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    seconds = next((v for n, _, v in _fields(data) if n == 1 and isinstance(v, int)), 0)
+    return datetime.fromtimestamp(_signed(seconds), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _signed(value: int) -> int:
+    """A varint as the int64 it encodes (negative numbers are ten-byte two's complement)."""
+    return value - (1 << 64) if value >= 1 << 63 else value
 
 
 def _fields(data: bytes) -> Iterator[tuple[int, int, int | bytes]]:
@@ -189,12 +192,10 @@ def _fields(data: bytes) -> Iterator[tuple[int, int, int | bytes]]:
             if position + length > len(data):
                 raise ProtobufError("a length-delimited field runs past the end of the body")
             value, position = data[position : position + length], position + length
-        elif wire_type in (_FIXED64, _FIXED32):
+        elif wire_type in (_FIXED64, _FIXED32):  # in no schema here: read to be skipped
             size = 8 if wire_type == _FIXED64 else 4
-            value, position = (
-                int.from_bytes(data[position : position + size], "little"),
-                (position + size),
-            )
+            value = int.from_bytes(data[position : position + size], "little")
+            position += size
         else:
             raise ProtobufError(f"unsupported wire type {wire_type}")
         yield number, wire_type, value
