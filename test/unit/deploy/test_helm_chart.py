@@ -91,8 +91,21 @@ def pod_spec(objs: list[Obj]) -> Obj:
 # --------------------------------------------------------------------------- lint, metadata
 
 
-def test_lint_reports_no_error_or_warning() -> None:
-    report = helm.lint(CHART, strict=True, namespace=NAMESPACE, kube_version="v1.28.0")
+EVERY_OPT_IN: Obj = {
+    "namespace": {"create": True},
+    "crds": {"keep": True},
+    "rbac": {"aggregatedRoles": True},
+    "metrics": {"certManager": {"enabled": True}},
+    "networkPolicy": {"enabled": True},
+    "serviceMonitor": {"enabled": True},
+    "prometheusRule": {"enabled": True},
+    "grafanaDashboard": {"enabled": True},
+}
+
+
+@pytest.mark.parametrize("values", [{}, EVERY_OPT_IN], ids=["defaults", "every-opt-in"])
+def test_lint_reports_no_error_or_warning(values: Obj) -> None:
+    report = helm.lint(CHART, values, strict=True, namespace=NAMESPACE, kube_version="v1.28.0")
     assert report["errors"] == []
     # Severity 1 is informational (Helm's "icon is recommended"); 2 warnings, 3 errors.
     assert [m for m in report["messages"] if m["severity"] >= 2] == []
