@@ -40,8 +40,8 @@ LIVENESS_CHECK_INTERVAL = 1.0
 PROTOBUF_MESSAGE = (
     "the body of the request was in an unknown format - accepted media types include: "
     "application/json, application/yaml (this Kubernetes API emulator reads protobuf only for "
-    "Secrets and DeleteOptions ({reason}); `kubectl create <generator>` sends protobuf: write a "
-    "manifest and use `kubectl apply -f`)"
+    "Secrets, DeleteOptions and TokenRequests ({reason}); `kubectl create <generator>` sends "
+    "protobuf: write a manifest and use `kubectl apply -f`)"
 )
 VERSION_INFO = {
     "major": "1",

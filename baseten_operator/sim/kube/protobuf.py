@@ -3,8 +3,9 @@
 client-go's typed clients (Helm's Secret release storage among them) encode request bodies as
 `application/vnd.kubernetes.protobuf`: the 4-byte magic `k8s\\x00`, then a `runtime.Unknown`
 message whose `raw` field holds the object's own message. This module decodes Secrets and the
-DeleteOptions sent with deletes into the JSON shape the store keeps; any other kind stays
-refused (415), so what is not understood is never silently misread.
+DeleteOptions sent with deletes (and TokenRequests, which `kubectl create token` sends) into
+their JSON shape; any other kind stays refused (415), so what is not understood is never
+silently misread.
 
 Field numbers come from k8s.io/api/core/v1/generated.proto and
 k8s.io/apimachinery/pkg/apis/meta/v1/generated.proto. Fields outside the schemas below (for
@@ -85,9 +86,29 @@ DELETE_OPTIONS = {
     4: _f("propagationPolicy", "string"),
     5: _f("dryRun", "string", repeated=True),
 }
+BOUND_OBJECT_REFERENCE = {
+    1: _f("kind", "string"),
+    2: _f("apiVersion", "string"),
+    3: _f("name", "string"),
+    4: _f("uid", "string"),
+}
+# What `kubectl create token` sends (authentication.k8s.io/v1, generated.proto).
+TOKEN_REQUEST = {
+    1: _f("metadata", "message", message=OBJECT_META),
+    2: _f(
+        "spec",
+        "message",
+        message={
+            1: _f("audiences", "string", repeated=True),
+            3: _f("boundObjectRef", "message", message=BOUND_OBJECT_REFERENCE),
+            4: _f("expirationSeconds", "int"),
+        },
+    ),
+}
 # (apiVersion, kind) -> the schema of its message.
 KINDS: dict[tuple[str, str], dict[int, Field]] = {
     ("v1", "Secret"): SECRET,
+    ("authentication.k8s.io/v1", "TokenRequest"): TOKEN_REQUEST,
     ("v1", "DeleteOptions"): DELETE_OPTIONS,
     ("meta.k8s.io/v1", "DeleteOptions"): DELETE_OPTIONS,
 }

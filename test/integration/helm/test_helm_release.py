@@ -54,7 +54,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     server = KubeApiServer()
     server.start()
     kubeconfig = str(server.write_kubeconfig(tmp_path_factory.mktemp("helm") / "kubeconfig"))
-    config = helm.Config(kubeconfig_path=kubeconfig, namespace=NAMESPACE)
+    config = helm.Config(kubeconfig_path=kubeconfig, namespace=NAMESPACE, storage_driver="secret")
     chart = helm.Chart.load(CHART)
     try:
         yield Cluster(kubeconfig, Kubectl(kubeconfig), config, chart)

@@ -246,3 +246,13 @@ def test_protobuf_negative_ints_and_timestamps():
 def test_protobuf_bodies_it_cannot_read_are_refused(body, reason):
     with pytest.raises(protobuf.ProtobufError, match=reason):
         protobuf.decode(body)
+
+
+def test_protobuf_token_request():
+    spec = _field(1, "https://kubernetes.default.svc") + _field(4, 600)
+    request = _field(1, _field(1, "")) + _field(2, spec)
+    assert protobuf.decode(_envelope("authentication.k8s.io/v1", "TokenRequest", request)) == {
+        "apiVersion": "authentication.k8s.io/v1",
+        "kind": "TokenRequest",
+        "spec": {"audiences": ["https://kubernetes.default.svc"], "expirationSeconds": 600},
+    }
