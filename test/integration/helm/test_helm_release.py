@@ -96,7 +96,7 @@ def test_install_upgrade_rollback_uninstall(cluster: Cluster) -> None:
             cluster.chart,
             release,
             {"replicaCount": 3, "podDisruptionBudget": {"enabled": False},
-             "extraArgs": ["--max-concurrent-pushes=2"]},
+             "networkPolicy": {"enabled": True}, "extraArgs": ["--max-concurrent-pushes=2"]},
         )  # fmt: skip
         assert (upgraded["status"], upgraded["revision"]) == ("deployed", 2)
         manager = deployment(cluster, release)
@@ -104,9 +104,14 @@ def test_install_upgrade_rollback_uninstall(cluster: Cluster) -> None:
         args = manager["spec"]["template"]["spec"]["containers"][0]["args"]
         assert args[-1] == "--max-concurrent-pushes=2"
         assert cluster.names("poddisruptionbudgets", NAMESPACE) == set()
+        policy = cluster.kubectl.json(
+            "get", "networkpolicy", f"{release}-allow-metrics-traffic", "-n", NAMESPACE
+        )
+        assert policy["spec"]["ingress"][0]["ports"] == [{"port": 8443, "protocol": "TCP"}]
         assert cluster.helm.get_values(release) == {
             "replicaCount": 3,
             "podDisruptionBudget": {"enabled": False},
+            "networkPolicy": {"enabled": True},
             "extraArgs": ["--max-concurrent-pushes=2"],
         }
 
@@ -118,6 +123,7 @@ def test_install_upgrade_rollback_uninstall(cluster: Cluster) -> None:
         ]
         assert deployment(cluster, release)["spec"]["replicas"] == 2
         assert cluster.names("poddisruptionbudgets", NAMESPACE) == {f"{release}-controller-manager"}
+        assert cluster.names("networkpolicies", NAMESPACE) == set()
         assert cluster.release_secrets(release)[f"sh.helm.release.v1.{release}.v3"] == "deployed"
     finally:
         cluster.helm.uninstall(release, ignore_not_found=True)
