@@ -6,9 +6,10 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 IMG ?= baseten-operator:dev
 KUBECTL ?= kubectl
+DIST ?= dist
 
 .PHONY: help venv sandbox tour run test test-unit test-integration test-e2e test-e2e-kind lint \
-        manifests install uninstall deploy undeploy docker-build bench clean
+        manifests helm-package install uninstall deploy undeploy docker-build bench clean
 
 help: ## List the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -53,9 +54,12 @@ test-e2e: $(STAMP) ## The operator as a process, driven with kubectl, on the emu
 bench: $(STAMP) ## Print scale and latency figures (never asserted)
 	$(BIN)/python test/bench/run.py $(ARGS)
 
-manifests: $(STAMP) ## Regenerate the CRD from the API types and render deploy/install.yaml
+manifests: $(STAMP) ## Regenerate the CRD (config/crd and the Helm chart's copy) and deploy/install.yaml
 	$(BIN)/python hack/generate_manifests.py
 	$(KUBECTL) kustomize config/default > deploy/install.yaml
+
+helm-package: $(STAMP) ## Lint and package the Helm chart as $(DIST)/baseten-operator-{version}.tgz
+	$(BIN)/python hack/package_chart.py $(DIST)
 
 test-e2e-kind: $(STAMP) ## e2e on a kind cluster (needs Docker and kind; says so without them)
 	hack/kind-e2e.sh
@@ -76,4 +80,4 @@ docker-build: ## Build the operator image IMG
 	docker build -t $(IMG) .
 
 clean: ## Remove the virtualenv and caches
-	rm -rf $(VENV) .mypy_cache .ruff_cache build *.egg-info
+	rm -rf $(VENV) .mypy_cache .ruff_cache build dist *.egg-info

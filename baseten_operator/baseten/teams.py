@@ -1,4 +1,4 @@
-"""Baseten teams (reference/go-operator-parity.md section 4.1): the team lookup and a
+"""Baseten teams (docs/baseten-api.md): the team lookup and a
 client view whose model lookups stay inside one team.
 
 Model names are unique per team only, so a namespace bound to a team must resolve its

@@ -21,7 +21,7 @@ from urllib.parse import parse_qs, urlsplit
 import structlog
 import yaml
 
-from . import errors, openapi, tables
+from . import errors, openapi, protobuf, tables
 from .errors import ApiError
 from .resources import ResourceType
 from .selectors import FieldSelector, LabelSelector
@@ -39,8 +39,9 @@ DEFAULT_WATCH_TIMEOUT = 1800.0
 LIVENESS_CHECK_INTERVAL = 1.0
 PROTOBUF_MESSAGE = (
     "the body of the request was in an unknown format - accepted media types include: "
-    "application/json, application/yaml (this Kubernetes API emulator does not read protobuf; "
-    "`kubectl create <generator>` sends protobuf: write a manifest and use `kubectl apply -f`)"
+    "application/json, application/yaml (this Kubernetes API emulator reads protobuf only for "
+    "Secrets, DeleteOptions and TokenRequests ({reason}); `kubectl create <generator>` sends "
+    "protobuf: write a manifest and use `kubectl apply -f`)"
 )
 VERSION_INFO = {
     "major": "1",
@@ -177,7 +178,10 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
     def _parse_body(self, raw: bytes) -> Any:
         content_type = (self.headers.get("Content-Type") or "application/json").lower()
         if "protobuf" in content_type:
-            raise errors.unsupported_media_type(PROTOBUF_MESSAGE)
+            try:
+                return protobuf.decode(raw) if raw else None
+            except protobuf.ProtobufError as exc:
+                raise errors.unsupported_media_type(PROTOBUF_MESSAGE.format(reason=exc)) from None
         if not raw:
             return None
         try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import queue
 import shutil
 import subprocess
@@ -211,6 +212,15 @@ def test_configmaps_apply_and_protobuf_generators_get_advice(kubectl, tmp_path):
     assert kubectl("get", "configmap", "cm1", "-o", "jsonpath={.data.k}") == "w"
     generated = kubectl.run("create", "configmap", "gen", "--from-literal=a=b")
     assert generated.returncode != 0 and "kubectl apply -f" in generated.stderr
+
+
+def test_secret_generators_send_protobuf_the_emulator_reads(kubectl):
+    # `kubectl create secret` (like Helm's release storage) sends a protobuf Secret.
+    kubectl("create", "secret", "generic", "gen", "--from-literal=api-key=s3cret")
+    secret = yaml.safe_load(kubectl("get", "secret", "gen", "-o", "yaml"))
+    assert secret["data"] == {"api-key": base64.b64encode(b"s3cret").decode()}
+    kubectl("delete", "secret", "gen")
+    assert kubectl.run("get", "secret", "gen").returncode != 0
 
 
 def test_apply_rejects_a_typo_in_a_manifest(kubectl, tmp_path):
