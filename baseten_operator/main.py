@@ -33,6 +33,10 @@ def remote_url(api_base_url: str) -> str:
 def manager_options(options: OperatorOptions) -> ManagerOptions:
     return ManagerOptions(
         metrics_bind_address=options.metrics_bind_address,
+        metrics_secure=options.metrics_secure,
+        metrics_cert_path=options.metrics_cert_path,
+        metrics_cert_name=options.metrics_cert_name,
+        metrics_cert_key=options.metrics_cert_key,
         health_probe_bind_address=options.health_probe_bind_address,
         leader_elect=options.leader_elect,
         leader_election_id=options.leader_election_id,
@@ -97,6 +101,8 @@ def run_operator(options: OperatorOptions) -> int:
     kube = (
         KubeClient.from_kubeconfig(options.kubeconfig) if options.kubeconfig else KubeClient.auto()
     )
+    if options.enable_http2:
+        log.warning("--enable-http2 is accepted but not implemented: serving HTTP/1.1")
     manager = build_operator(options, kube=kube, baseten=baseten, clock=RealClock())
     install_signal_handlers(manager)
     log.info(

@@ -14,12 +14,14 @@ import threading
 import time
 from dataclasses import dataclass
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
 import structlog
 import yaml
+
+from baseten_operator.runtime.httpserver import BoundedHTTPServer, ConnectionLimits
 
 from . import errors, openapi, tables
 from .errors import ApiError
@@ -55,8 +57,13 @@ VERSION_INFO = {
 }
 
 
-class KubeHTTPServer(ThreadingHTTPServer):
-    daemon_threads = True
+# Every informer and kubectl watch holds a connection for as long as it runs (a watch
+# writes and never reads, so the idle timeout does not end it); idle keep-alive
+# connections are closed after two minutes, as kube-apiserver's idle timeout does.
+LIMITS = ConnectionLimits(max_connections=1024, idle_timeout=120.0)
+
+
+class KubeHTTPServer(BoundedHTTPServer):
     request_queue_size = 1024
     allow_reuse_address = True
 
@@ -64,7 +71,7 @@ class KubeHTTPServer(ThreadingHTTPServer):
         self.api = api
         self._open: set[socket.socket] = set()
         self._open_lock = threading.Lock()
-        super().__init__(address, KubeRequestHandler)
+        super().__init__(address, KubeRequestHandler, limits=LIMITS)
 
     def process_request(self, request: Any, client_address: Any) -> None:
         with self._open_lock:
@@ -83,10 +90,6 @@ class KubeHTTPServer(ThreadingHTTPServer):
         for connection in connections:
             with contextlib.suppress(OSError):
                 connection.shutdown(socket.SHUT_RDWR)
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        # A client hanging up mid-request is routine (watch readers do it all the time).
-        log.debug("connection error", client=client_address, exc_info=True)
 
 
 @dataclass(frozen=True)
