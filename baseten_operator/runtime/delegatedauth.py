@@ -46,7 +46,8 @@ class User:
 
 
 def bearer_token(headers: Mapping[str, str]) -> str | None:
-    scheme, _, token = (headers.get("Authorization") or "").strip().partition(" ")
+    """The token of an `Authorization: Bearer` header (`headers` by lower-case name)."""
+    scheme, _, token = (headers.get("authorization") or "").strip().partition(" ")
     token = token.strip()
     return token if scheme.lower() == "bearer" and token else None
 
@@ -101,7 +102,11 @@ class DelegatedAuth:
                 return self._users[key]
         review = self._client.create(
             TOKEN_REVIEWS,
-            {"apiVersion": TOKEN_REVIEWS.api_version, "kind": "TokenReview", "spec": {"token": token}},
+            {
+                "apiVersion": TOKEN_REVIEWS.api_version,
+                "kind": "TokenReview",
+                "spec": {"token": token},
+            },
         )
         user = _user(review.get("status") or {})
         with self._lock:

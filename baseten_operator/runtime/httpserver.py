@@ -107,7 +107,7 @@ class Response:
 
 Query = Mapping[str, list[str]]
 Handler = Callable[[str, Query], Response]  # (path, query) -> response
-# (method, path, headers) -> a refusal, or None to let the request through.
+# (method, path, headers by lower-case name) -> a refusal, or None to let the request through.
 RequestFilter = Callable[[str, str, Mapping[str, str]], "Response | None"]
 
 
@@ -163,7 +163,8 @@ class _RequestHandler(BaseHTTPRequestHandler):
         if request_filter is None:
             return None
         try:
-            return request_filter(self.command, path, self.headers)
+            headers = {name.lower(): value for name, value in self.headers.items()}
+            return request_filter(self.command, path, headers)
         except Exception:
             _log.exception("http request filter failed", path=path)
             return Response(500, b"internal error\n")
@@ -257,4 +258,3 @@ class RoutedHTTPServer:
             self._thread.join()
         self._server = None
         self._thread = None
-

@@ -2,8 +2,9 @@
 
 `CertificateFiles` serves a certificate and key from a directory (a mounted Secret, as
 cert-manager writes it) and picks up a rotated pair on the next connection: both files
-are stat-ed per connection, which is cheap, and a changed pair builds a new context. A
-pair that fails to load (half-written during a rotation) leaves the previous one in use.
+(a few KB) are read per connection and a changed pair builds a new context; comparing
+contents, not timestamps, cannot miss a rewrite within one timestamp tick. A pair that
+fails to load (half-written during a rotation) leaves the previous one in use.
 
 `self_signed()` makes a throw-away certificate at start for when no files are given:
 Prometheus then scrapes with certificate verification off, as kubebuilder's default
@@ -14,7 +15,6 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
-import os
 import socket
 import ssl
 import tempfile
@@ -32,7 +32,6 @@ from baseten_operator.runtime.httpserver import TLSContextSource
 _log = structlog.get_logger(__name__)
 
 SELF_SIGNED_VALIDITY = datetime.timedelta(days=365)
-_Signature = tuple[tuple[int, int, int], tuple[int, int, int]]
 
 
 def server_context(cert_file: str | Path, key_file: str | Path) -> ssl.SSLContext:
@@ -53,36 +52,31 @@ class CertificateFiles:
         self.cert_file = Path(directory) / cert_name
         self.key_file = Path(directory) / key_name
         self._lock = threading.Lock()
-        self._signature: _Signature | None = None
+        self._loaded: tuple[bytes, bytes] | None = None
         self._context: ssl.SSLContext | None = None
 
     def __call__(self) -> ssl.SSLContext:
         with self._lock:
             try:
-                signature = (_stat(self.cert_file), _stat(self.key_file))
+                pair = (self.cert_file.read_bytes(), self.key_file.read_bytes())
             except OSError as error:
                 return self._keep_previous(error)
-            if signature != self._signature:
-                try:
-                    context = server_context(self.cert_file, self.key_file)
-                except (OSError, ssl.SSLError) as error:
-                    return self._keep_previous(error)
-                if self._context is not None:
-                    _log.info("serving certificate reloaded", cert_file=str(self.cert_file))
-                self._context, self._signature = context, signature
-            return self._context
+            if pair == self._loaded and self._context is not None:
+                return self._context
+            try:
+                context = server_context(self.cert_file, self.key_file)
+            except (OSError, ssl.SSLError) as error:
+                return self._keep_previous(error)
+            if self._context is not None:
+                _log.info("serving certificate reloaded", cert_file=str(self.cert_file))
+            self._context, self._loaded = context, pair
+            return context
 
     def _keep_previous(self, error: Exception) -> ssl.SSLContext:
         if self._context is None:
             raise error
         _log.warning("serving certificate unreadable: keeping the previous one", error=str(error))
         return self._context
-
-
-def _stat(path: Path) -> tuple[int, int, int]:
-    # Follows symlinks: a mounted Secret swaps its `..data` link, changing inode and mtime.
-    info = os.stat(path)
-    return (info.st_ino, info.st_mtime_ns, info.st_size)
 
 
 def self_signed() -> TLSContextSource:

@@ -23,6 +23,7 @@ import yaml
 
 from baseten_operator.runtime.httpserver import BoundedHTTPServer, ConnectionLimits
 
+from . import auth as auth_module
 from . import errors, openapi, tables
 from .errors import ApiError
 from .resources import ResourceType
@@ -259,6 +260,9 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
             self._found(document)
             return
         target = self._resolve(group, version, rest)
+        if target.rt.review or target.subresource == "token":
+            self._answer_review(method, target, raw)
+            return
         verb = _verb(method, target, query)
         failure = api.faults.failure_for(verb, target.rt.plural, target.rt.group)
         if failure is not None:
@@ -318,11 +322,35 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
             raise _no_such_path()
         name = rest[1] if len(rest) > 1 else None
         subresource = rest[2] if len(rest) > 2 else None
-        if subresource is not None and (subresource != "status" or not rt.status_subresource):
+        if subresource is not None and not (
+            (subresource == "status" and rt.status_subresource)
+            or any(subresource == extra for extra, _, _ in rt.create_subresources)
+        ):
             raise _no_such_path()
         if rt.namespaced and name is not None and namespace is None:
             raise _no_such_path()
         return Target(rt, namespace, name, subresource)
+
+    # ---- the review APIs (auth.py) ---------------------------------------------------
+
+    def _answer_review(self, method: str, target: Target, raw: bytes) -> None:
+        if method != "POST":
+            raise errors.method_not_allowed(f"{method} is not allowed here: only create")
+        auth = self.server.api.auth
+        if target.subresource == "token":
+            assert target.namespace is not None and target.name is not None
+            content_type = (self.headers.get("Content-Type") or "").lower()
+            # `kubectl create token` sends its TokenRequest only as protobuf.
+            body = (
+                auth_module.token_request_from_protobuf(raw)
+                if "protobuf" in content_type
+                else self._parse_body(raw)
+            )
+            self._send_json(201, auth.request_token(target.namespace, target.name, body))
+        elif target.rt.plural == "tokenreviews":
+            self._send_json(201, auth.review_token(self._parse_body(raw)))
+        else:
+            self._send_json(201, auth.review_access(self._parse_body(raw)))
 
     # ---- verbs ---------------------------------------------------------------------
 
