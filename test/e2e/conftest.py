@@ -145,7 +145,14 @@ def _local_stack(workdir: Path, processes: list[Process]) -> Iterator[Stack]:
     )
     _started(processes, operator, f"http://127.0.0.1:{health_port}/readyz")
 
-    yield Stack(kubectl, Simulator(sim_url), f"http://127.0.0.1:{metrics_port}/metrics")
+    # Metrics are served as installed: HTTPS behind TokenReview/SubjectAccessReview.
+    yield Stack(
+        kubectl,
+        Simulator(sim_url),
+        f"https://127.0.0.1:{metrics_port}/metrics",
+        operator_pid=operator.popen.pid,
+        health_url=f"http://127.0.0.1:{health_port}/readyz",
+    )
 
     processes.remove(operator)
     code = operator.terminate(SHUTDOWN_TIMEOUT)
