@@ -14,7 +14,7 @@ from baseten_operator.controller.setup import PushOutcomeRelay, setup_with_manag
 from baseten_operator.controller.timing import Timing
 from baseten_operator.runtime.client import KubeClient
 from baseten_operator.runtime.clock import Clock, RealClock
-from baseten_operator.runtime.logging import configure_logging
+from baseten_operator.runtime.logging import configure_logging, register_secret
 from baseten_operator.runtime.manager import Manager, ManagerOptions, install_signal_handlers
 from baseten_operator.runtime.recorder import EventRecorder
 from baseten_operator.truss.pusher import TrussPusher
@@ -59,6 +59,9 @@ def build_operator(
 
     The truss pusher's child processes get the API key from BASETEN_API_KEY.
     """
+    api_key = os.environ[API_KEY_ENV].strip()
+    # The key must not reach a log line in any form, whoever logs it (truss, urllib3, us).
+    register_secret(api_key)
     timing = Timing.scaled(options.time_scale)
     manager = Manager(kube, manager_options(options), clock=clock)
 
@@ -66,7 +69,7 @@ def build_operator(
     manager.add_runnable(recorder.start, lambda: _discard(recorder.stop(5.0)), leader_only=True)
     relay = PushOutcomeRelay()
     pusher = TrussPusher(
-        os.environ[API_KEY_ENV].strip(),
+        api_key,
         remote_url(baseten.base_url),
         max_concurrent=options.max_concurrent_pushes,
         # The hard timeout bounds a real child process, which runs no faster under a small

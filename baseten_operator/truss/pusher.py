@@ -25,6 +25,7 @@ from pydantic import ValidationError
 
 from baseten_operator.runtime import metrics
 from baseten_operator.runtime.clock import Clock, RealClock
+from baseten_operator.truss.child_env import child_environment
 from baseten_operator.truss.naming import truss_config_dict
 from baseten_operator.truss.push_child import (
     API_KEY_ENV,
@@ -242,7 +243,7 @@ class TrussPusher:
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            env={**os.environ, API_KEY_ENV: self._api_key},
+            env=child_environment(os.environ, {API_KEY_ENV: self._api_key}),
             start_new_session=True,
         )
         with self._lock:
