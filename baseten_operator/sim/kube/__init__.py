@@ -3,7 +3,8 @@
 It serves what the operator, the official `kubernetes` Python client and `kubectl` use:
 core/v1 namespaces, configmaps, secrets and events, events.k8s.io/v1 events,
 coordination.k8s.io/v1 leases, CustomResourceDefinitions and the custom resources they
-define (plus ServiceAccounts, Services, Pods, Deployments and RBAC kinds, stored only, so
+define (plus ServiceAccounts, Services, Pods, Deployments, PodDisruptionBudgets, NetworkPolicies
+and RBAC kinds, stored only, so
 install manifests apply), with discovery, resourceVersions, watches, patches, finalizers, status
 subresources, dry runs and table output (see shared/reference/kube-api-emulation.md).
 
