@@ -8,7 +8,7 @@ IMG ?= baseten-operator:dev
 KUBECTL ?= kubectl
 
 .PHONY: help venv sandbox tour run test test-unit test-integration test-e2e test-e2e-kind lint \
-        manifests install uninstall deploy undeploy docker-build bench clean
+        manifests install uninstall deploy undeploy docker-build bench lock sbom clean
 
 help: ## List the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -56,6 +56,20 @@ manifests: $(STAMP) ## Regenerate the CRD from the API types and render deploy/i
 	$(BIN)/python hack/generate_manifests.py
 	$(KUBECTL) kustomize config/default > deploy/install.yaml
 
+# Hash-pinned closures: the operator's runtime (what the image installs) and the image's
+# build tools. Regenerate after editing pyproject.toml's dependencies (a test checks).
+PIP_COMPILE := $(BIN)/pip-compile --quiet --generate-hashes --allow-unsafe \
+	--no-emit-index-url --no-emit-find-links
+
+lock: $(STAMP) ## Regenerate requirements.lock and requirements-build.lock (hashes included)
+	$(PIP_COMPILE) --strip-extras --output-file requirements.lock pyproject.toml
+	$(PIP_COMPILE) --output-file requirements-build.lock hack/requirements-build.in
+
+SBOM ?= sbom.cdx.json
+sbom: $(STAMP) ## Write $(SBOM): a CycloneDX SBOM of the locked runtime closure (offline)
+	$(BIN)/cyclonedx-py requirements requirements.lock --pyproject pyproject.toml \
+		--output-format JSON --output-reproducible --output-file $(SBOM)
+
 test-e2e-kind: $(STAMP) ## e2e on a kind cluster (needs Docker and kind; says so without them)
 	hack/kind-e2e.sh
 
@@ -75,4 +89,4 @@ docker-build: ## Build the operator image IMG
 	docker build -t $(IMG) .
 
 clean: ## Remove the virtualenv and caches
-	rm -rf $(VENV) .mypy_cache .ruff_cache build *.egg-info
+	rm -rf $(VENV) .mypy_cache .ruff_cache build *.egg-info sbom.cdx.json

@@ -134,17 +134,30 @@ def options_from_args(args: argparse.Namespace) -> OperatorOptions:
     )
 
 
+SOURCE_ONLY_PACKAGES = ("baseten_operator.sandbox", "baseten_operator.sim")
+
+
+def add_sandbox_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """`sandbox`, in a source checkout only: the wheel (the image) leaves the sandbox and
+    the simulators out (pyproject.toml), and `run` must not need them."""
+    try:
+        from baseten_operator.sandbox.command import add_sandbox_arguments
+    except ModuleNotFoundError as error:
+        if not (error.name or "").startswith(SOURCE_ONLY_PACKAGES):
+            raise
+        return
+    sandbox = commands.add_parser(
+        "sandbox", help="the operator on an embedded Kubernetes emulator and Baseten simulator"
+    )
+    add_sandbox_arguments(sandbox)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="baseten-operator", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("run", help="run the operator against a cluster")
     add_operator_flags(run)
-    sandbox = commands.add_parser(
-        "sandbox", help="the operator on an embedded Kubernetes emulator and Baseten simulator"
-    )
-    from baseten_operator.sandbox.command import add_sandbox_arguments
-
-    add_sandbox_arguments(sandbox)
+    add_sandbox_command(commands)
     commands.add_parser("crd", help="print the BasetenModel CustomResourceDefinition (YAML)")
     return parser
 
