@@ -28,6 +28,7 @@ from requests.adapters import HTTPAdapter
 from baseten_operator.baseten.errors import BasetenAPIError
 from baseten_operator.baseten.ratelimit import EndpointRateLimiter, Limit
 from baseten_operator.runtime.clock import Clock
+from baseten_operator.runtime.logging import mask_secret
 from baseten_operator.runtime.metrics import (
     BASETEN_API_LATENCY,
     BASETEN_API_REQUESTS,
@@ -332,9 +333,10 @@ class Transport:
         )
 
     def _safe(self, text: str) -> str:
-        """Text fit for an error: without the key or an echoed auth header, then shortened.
+        """Text fit for an error: without the key (in any encoding) or an echoed auth header,
+        then shortened.
 
         Redaction comes first so truncation can never leave part of the key behind.
         """
         text = _AUTH_HEADER_VALUE.sub(lambda m: m.group(1) + _REDACTED, text)
-        return _shorten(text.replace(self._api_key.value, _REDACTED))
+        return _shorten(mask_secret(text, self._api_key.value, _REDACTED))
