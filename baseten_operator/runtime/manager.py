@@ -25,6 +25,7 @@ from baseten_operator.runtime.client import KubeClient, Resource
 from baseten_operator.runtime.clock import Clock, RealClock
 from baseten_operator.runtime.delegatedauth import DelegatedAuth
 from baseten_operator.runtime.health import HealthServer
+from baseten_operator.runtime.httpserver import parse_bind_address
 from baseten_operator.runtime.informer import Informer
 from baseten_operator.runtime.leaderelection import LeaderElector
 from baseten_operator.runtime.metrics import MetricsServer
@@ -325,8 +326,8 @@ class Manager:
 
     def _new_metrics_server(self) -> MetricsServer:
         options = self.options
-        if not options.metrics_secure:
-            return MetricsServer(options.metrics_bind_address)
+        if not options.metrics_secure or parse_bind_address(options.metrics_bind_address) is None:
+            return MetricsServer(options.metrics_bind_address)  # plain HTTP, or disabled
         tls = (
             CertificateFiles(
                 options.metrics_cert_path, options.metrics_cert_name, options.metrics_cert_key
