@@ -104,3 +104,31 @@ def test_a_connection_that_stops_sending_is_closed_after_the_idle_timeout() -> N
         keep_alive.close()
     finally:
         server.stop()
+
+
+@pytest.mark.parametrize("simulator", ["kube", "baseten"])
+def test_the_simulators_servers_are_bounded_the_same_way(
+    simulator: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from urllib.parse import urlsplit
+
+    from baseten_operator.sim.baseten import http as baseten_http
+    from baseten_operator.sim.baseten.simulator import BasetenSimulator
+    from baseten_operator.sim.kube import KubeApiServer
+    from baseten_operator.sim.kube import handler as kube_handler
+
+    tight = ConnectionLimits(max_connections=2, idle_timeout=1.0)
+    monkeypatch.setattr(kube_handler if simulator == "kube" else baseten_http, "LIMITS", tight)
+    server = KubeApiServer() if simulator == "kube" else BasetenSimulator("key")
+    url = urlsplit(server.start())
+    try:
+        address = (url.hostname, url.port)
+        held = [_connect(address) for _ in range(2)]  # type: ignore[arg-type]
+        refused = _connect(address)  # type: ignore[arg-type]
+        assert wait_for(lambda: _closed_by_server(refused), timeout=5)  # beyond the limit
+        assert not any(_closed_by_server(s) for s in held)  # still within their idle time
+        assert wait_for(lambda: all(_closed_by_server(s) for s in held), timeout=5)  # idle
+        for sock in (*held, refused):
+            sock.close()
+    finally:
+        server.stop()
