@@ -6,7 +6,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-FAULT_KINDS: frozenset[str] = frozenset({"latency", "5xx", "429", "drop"})
+# "echo": an error (status 400 unless given) whose body repeats the caller's credentials.
+FAULT_KINDS: frozenset[str] = frozenset({"latency", "5xx", "429", "drop", "echo"})
 ANY_ENDPOINT = "*"
 
 
@@ -18,7 +19,8 @@ class Fault:
 
     @property
     def status(self) -> int:
-        return int(self.params.get("status", 503 if self.kind == "5xx" else 429))
+        default = {"5xx": 503, "echo": 400}.get(self.kind, 429)
+        return int(self.params.get("status", default))
 
     @property
     def seconds(self) -> float:
