@@ -16,10 +16,16 @@ PAUSED_MESSAGE = "reconciliation paused"
 AWAITING = "awaiting reconciliation"
 
 
+def replicas(deployment: DeploymentV1) -> str:
+    """`{n} replicas`; a count Baseten did not send reads as unknown, never as 0."""
+    count = deployment.active_replica_count
+    return f"{count if count is not None else 'unknown'} replicas"
+
+
 def active_prefix(current: DeploymentV1 | None) -> str:
     if current is None:
         return ""
-    return f"active: {current.name} ({current.active_replica_count} replicas) | "
+    return f"active: {current.name} ({replicas(current)}) | "
 
 
 def recorded_active_prefix(active_deployment_name: str | None) -> str:
@@ -28,7 +34,7 @@ def recorded_active_prefix(active_deployment_name: str | None) -> str:
 
 
 def steady(current: DeploymentV1, env: str, autoscaling: AutoscalingSettingsV1 | None) -> str:
-    details = [f"{current.active_replica_count} replicas"]
+    details = [replicas(current)]
     if autoscaling is not None:
         details.append(f"min:{autoscaling.min_replica or 0} max:{autoscaling.max_replica or 0}")
     if current.status != ACTIVE:
@@ -154,8 +160,7 @@ def deployment_active_event(name: str, env: str) -> str:
 
 def promoting_candidate(ap: str, candidate: DeploymentV1) -> str:
     return (
-        f"{ap}promoting: {candidate.name} ({candidate.status}, "
-        f"{candidate.active_replica_count} replicas)"
+        f"{ap}promoting: {candidate.name} ({candidate.status}, {replicas(candidate)})"
     )
 
 
@@ -352,7 +357,7 @@ def observe_failing(steady_message: str) -> str:
 
 def observe_not_promoted(current: DeploymentV1 | None, source: str) -> str:
     state = (
-        f"active: {current.name} ({current.active_replica_count} replicas)"
+        f"active: {current.name} ({replicas(current)})"
         if current is not None
         else "no active deployment"
     )

@@ -84,6 +84,15 @@ class FakeBaseten:
     ) -> DeploymentV1:
         fields.setdefault("id", f"d{next(self._ids)}")
         fields.setdefault("status", "ACTIVE")
+        # Members Baseten always sends (DeploymentV1 requires them); a test of a partial
+        # answer builds its deployment with DeploymentV1.model_validate instead.
+        for member, value in (
+            ("active_replica_count", 0),
+            ("is_production", False),
+            ("is_development", False),
+            ("environment", None),
+        ):
+            fields.setdefault(member, value)
         deployment = DeploymentV1(name=name, model_id=model_id, **fields)
         self.deployments.setdefault(model_id, []).append(deployment)
         return deployment
