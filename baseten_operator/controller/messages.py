@@ -371,6 +371,20 @@ def delete_list_failed(model_id: str, error: object) -> str:
     return f"deletion blocked: failed to list environments for model {model_id}: {error}"
 
 
+def delete_replicas_unknown(env: str, missing: str) -> str:
+    return (
+        f"deletion blocked: replica counts of environment {env} unknown "
+        f"(Baseten answered without {missing})"
+    )
+
+
+def delete_no_environments_listed(model_id: str, who: str, deployment: str, env: str) -> str:
+    return (
+        f"deletion blocked: Baseten listed no environments for model {model_id}, but {who} "
+        f"records deployment {deployment} in environment {env}"
+    )
+
+
 def delete_blocked(blockers: Sequence[tuple[str, int, int]]) -> str:
     listed = ", ".join(
         f"{env} (min={minimum}, active={active})" for env, minimum, active in blockers
