@@ -18,7 +18,6 @@ import requests
 from baseten_operator.baseten.errors import (
     AmbiguousDeploymentName,
     AmbiguousModelName,
-    BasetenAPIError,
     ConfigError,
 )
 from baseten_operator.baseten.models import (

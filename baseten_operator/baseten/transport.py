@@ -329,7 +329,9 @@ class Transport:
         """The error for a 2xx whose body does not acknowledge the action, quoting the body."""
         return BasetenAPIError(
             200,
-            self._safe(f"{endpoint.method} {endpoint.label} not acknowledged: Baseten answered {answer}"),
+            self._safe(
+                f"{endpoint.method} {endpoint.label} not acknowledged: Baseten answered {answer}"
+            ),
         )
 
     def _connection_message(self, endpoint: Endpoint, exc: requests.RequestException) -> str:

@@ -74,8 +74,20 @@ def paused_event(model_name: str) -> str:
 # --- section 3.6: model ID ---------------------------------------------------------------
 
 
-def model_lookup_failed(name: str, error: object) -> str:
-    return f"Failed to lookup model '{name}': {error}"
+# A lookup that failed (timeout, 5xx, 4xx other than 404, connection error) says so: "not
+# found" only after a definite 404 or an exact-name list that came back empty.
+
+
+def model_check_failed(name: str, error: object) -> str:
+    return f"unable to check model {name}: {error}"
+
+
+def environment_check_failed(env: str, error: object) -> str:
+    return f"unable to check environment {env}: {error}"
+
+
+def deployment_check_failed(ap: str, name: str, error: object) -> str:
+    return f"{ap}unable to check deployment {name}: {error}"
 
 
 def model_not_found(name: str) -> str:
@@ -114,10 +126,6 @@ def environment_created_event(env: str) -> str:
 
 def environment_created(env: str) -> str:
     return f"Created environment {env}"
-
-
-def environment_get_failed(env: str, error: object) -> str:
-    return f"Failed to get environment '{env}': {error}"
 
 
 def updating_group_event(group: str, changes: Sequence[object]) -> str:
@@ -159,9 +167,7 @@ def deployment_active_event(name: str, env: str) -> str:
 
 
 def promoting_candidate(ap: str, candidate: DeploymentV1) -> str:
-    return (
-        f"{ap}promoting: {candidate.name} ({candidate.status}, {replicas(candidate)})"
-    )
+    return f"{ap}promoting: {candidate.name} ({candidate.status}, {replicas(candidate)})"
 
 
 def candidate_failed(ap: str, name: str, status: str) -> str:
@@ -194,6 +200,13 @@ def promotion_blocked_event(candidate: str) -> str:
 
 
 # --- section 3.13: source validation -----------------------------------------------------
+
+
+def promotion_data_unknown(ap: str, env: str, missing: str) -> str:
+    return (
+        f"{ap}unable to promote: current deployment of environment {env} unknown "
+        f"(Baseten answered without {missing})"
+    )
 
 
 def source_not_found(ap: str, source: str) -> str:
@@ -290,10 +303,6 @@ def push_preparation_failed(ap: str, detail: str) -> str:
     return f"{ap}truss push failed: {detail}"
 
 
-def push_check_failed(ap: str, name: str, error: object) -> str:
-    return f"{ap}unable to check deployment {name}: {error}"
-
-
 def push_in_progress(ap: str, name: str) -> str:
     return f"{ap}truss push in progress for {name}"
 
@@ -329,10 +338,6 @@ def push_failed_event(name: str, error: object) -> str:
 
 
 # --- section 6: observe ------------------------------------------------------------------
-
-
-def observe_lookup_failed(name: str, error: object) -> str:
-    return f'failed to lookup model "{name}": {error}'
 
 
 def observe_model_not_found(name: str) -> str:

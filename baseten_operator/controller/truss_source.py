@@ -116,7 +116,7 @@ def resolve_truss_source(p: Pass, model_id: str | None) -> str:
             existing = p.deps.baseten.find_deployment(model_id, source.name)
         except BasetenAPIError as error:
             raise_if_model_gone(error)
-            p.set(PENDING, messages.push_check_failed(ap, source.name, error))
+            p.set(PENDING, messages.deployment_check_failed(ap, source.name, error))
             raise Requeue(p.deps.timing.poll) from error
         if existing is not None:
             if status.truss_push_status == TRUSS_PUSHING:

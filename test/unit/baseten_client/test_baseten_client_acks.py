@@ -15,8 +15,16 @@ from baseten_operator.baseten.models import DeploymentV1, EnvironmentV1
 Call = Callable[[BasetenClient], None]
 
 DELETE_MODEL = ("DELETE", "/models/m1", lambda c: c.delete_model("m1"))
-DELETE_DEPLOYMENT = ("DELETE", "/models/m1/deployments/d1", lambda c: c.delete_deployment("m1", "d1"))
-ACTIVATE = ("POST", "/models/m1/deployments/d1/activate", lambda c: c.activate_deployment("m1", "d1"))
+DELETE_DEPLOYMENT = (
+    "DELETE",
+    "/models/m1/deployments/d1",
+    lambda c: c.delete_deployment("m1", "d1"),
+)
+ACTIVATE = (
+    "POST",
+    "/models/m1/deployments/d1/activate",
+    lambda c: c.activate_deployment("m1", "d1"),
+)
 DEACTIVATE = (
     "POST",
     "/models/m1/deployments/d1/deactivate",

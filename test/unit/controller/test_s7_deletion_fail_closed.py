@@ -82,7 +82,9 @@ def test_a_candidate_without_replica_count_blocks_deletion(h) -> None:
     listing(h, {**FULL, "candidate_deployment": {**candidate, "id": "d2"}})
     deleting(h)
     h.run()
-    assert h.message().endswith("(Baseten answered without candidate_deployment.active_replica_count)")
+    assert h.message().endswith(
+        "(Baseten answered without candidate_deployment.active_replica_count)"
+    )
     assert still_there(h)
 
 

@@ -10,7 +10,13 @@ import pytest
 from baseten_operator.baseten.models import DeploymentV1, EnvironmentV1
 
 OLD = datetime(2026, 1, 1, tzinfo=UTC) - timedelta(days=100)
-CLEANUP = {"intervalMinutes": 10, "scaleToZero": True, "delete": True, "deleteAfterDays": 7, "minToKeep": 0}
+CLEANUP = {
+    "intervalMinutes": 10,
+    "scaleToZero": True,
+    "delete": True,
+    "deleteAfterDays": 7,
+    "minToKeep": 0,
+}
 EXPLICIT = {
     "status": "INACTIVE",
     "active_replica_count": 0,
