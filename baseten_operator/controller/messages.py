@@ -298,6 +298,10 @@ def configmap_key_not_found(key: str, name: str) -> str:
     return f"key '{key}' not found in ConfigMap '{name}'"
 
 
+def configmap_key_not_text(key: str, name: str) -> str:
+    return f"key '{key}' of ConfigMap '{name}' is not UTF-8 text"
+
+
 def push_preparation_failed(ap: str, detail: str) -> str:
     """A push that cannot start: setup script missing, or a config truss would refuse."""
     return f"{ap}truss push failed: {detail}"

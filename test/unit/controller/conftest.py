@@ -310,11 +310,20 @@ class ConfigMaps:
     def __init__(self) -> None:
         self.items: dict[tuple[str, str], dict[str, Any]] = {}
 
-    def add(self, name: str, data: dict[str, str], namespace: str = NAMESPACE) -> None:
-        self.items[(namespace, name)] = {
-            "metadata": {"name": name, "namespace": namespace},
-            "data": data,
-        }
+    def add(
+        self,
+        name: str,
+        data: dict[str, str] | None = None,
+        namespace: str = NAMESPACE,
+        *,
+        binary_data: dict[str, str] | None = None,
+    ) -> None:
+        configmap: dict[str, Any] = {"metadata": {"name": name, "namespace": namespace}}
+        if data is not None:
+            configmap["data"] = data
+        if binary_data is not None:
+            configmap["binaryData"] = binary_data
+        self.items[(namespace, name)] = configmap
 
     def get(self, namespace: str | None, name: str) -> dict[str, Any] | None:
         return self.items.get((namespace or "", name))
