@@ -111,6 +111,51 @@ def test_a_delete_answered_with_an_error_body_keeps_the_finalizer(faults: Stack)
     assert stack.sim.api_get(f"/models/{model_id}").status_code == 404
 
 
+def test_a_settings_patch_answered_with_an_error_body_is_a_failure(faults: Stack) -> None:
+    stack = faults
+    namespace = stack.new_namespace("e2e-patch")
+    model_id, _ = stack.promoted_model(
+        namespace, "patched", autoscaling={"minReplicas": 1, "maxReplicas": 1}
+    )
+    stack.sim.control(
+        "inject_fault",
+        endpoint="update_environment",
+        kind="body",
+        count=MANY,
+        body={"error": "settings locked"},
+    )
+    stack.sim.control(
+        "ui_update_environment",
+        model_id=model_id,
+        env="production",
+        autoscaling_settings={"max_replica": 3},
+    )
+
+    failed = stack.wait_status(
+        namespace,
+        "patched",
+        lambda s: s.get("deploymentStatus") == "FAILED",
+        what="FAILED after an unacknowledged PATCH",
+    )
+    assert failed["status"]["message"].endswith(
+        "failed to update settings for production: HTTP 200: PATCH "
+        "/v1/models/{model_id}/environments/{env_name} not acknowledged: "
+        'Baseten answered {"error": "settings locked"}'
+    )
+    event = stack.wait_event(namespace, "patched", "AutoscalingUpdateFailed")
+    assert event["type"] == "Warning"
+    assert not any(
+        e.get("reason") == "AutoscalingUpdated" for e in stack.kubectl.events(namespace, "patched")
+    )
+
+    stack.sim.control("clear_faults")
+    wait_for(
+        lambda: stack.sim.environment(model_id, "production")["autoscaling_settings"]["max_replica"]
+        == 1,
+        timeout=30,
+    )
+
+
 def test_a_failed_source_lookup_is_not_reported_as_not_found(faults: Stack) -> None:
     stack = faults
     namespace = stack.new_namespace("e2e-lookup")
