@@ -156,6 +156,46 @@ def test_a_settings_patch_answered_with_an_error_body_is_a_failure(faults: Stack
     )
 
 
+def test_a_deployment_listed_without_its_environment_is_never_scaled_in(faults: Stack) -> None:
+    stack = faults
+    namespace = stack.new_namespace("e2e-orphan")
+    model_id, _ = stack.sim.seed_model_with_deployment("orphaned", "build-1")
+    leftover = stack.sim.control(
+        "seed_deployment",
+        model_id=model_id,
+        name="leftover-1",
+        autoscaling_settings={"min_replica": 1, "max_replica": 1},
+    )
+    stack.sim.control(
+        "inject_fault",
+        endpoint="list_deployments",
+        kind="omit",
+        count=MANY,
+        fields=["deployments.*.environment"],
+    )
+    spec = {
+        "modelName": "orphaned",
+        "sourceDeploymentName": "build-1",
+        "environment": {"name": "production"},
+        "orphanDeploymentCleanup": {"intervalMinutes": 10, "scaleToZero": True},
+    }
+    stack.kubectl.apply(basetenmodel("orphaned", namespace, spec))
+    stack.wait_status(
+        namespace, "orphaned", lambda s: bool(s.get("lastCleanupTime")), what="a cleanup pass"
+    )
+
+    def scaled_in() -> bool:
+        return any(
+            e["endpoint"] == "update_deployment_autoscaling" and leftover["id"] in e["path"]
+            for e in stack.sim.writes_for_model(model_id)
+        )
+
+    assert not scaled_in()
+    stack.sim.control("clear_faults")
+    # The next cleanup (10 minutes, x0.02) sees Baseten say `environment: null`.
+    wait_for(scaled_in, timeout=40)
+
+
 def test_a_failed_source_lookup_is_not_reported_as_not_found(faults: Stack) -> None:
     stack = faults
     namespace = stack.new_namespace("e2e-lookup")
