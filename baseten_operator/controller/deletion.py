@@ -89,17 +89,14 @@ def _check_guardrails(p: Pass, model_id: str) -> None:
         if evidence is not None:
             _block(p, messages.delete_no_environments_listed(model_id, *evidence))
         return
-    loads = sorted((env.name, _load(env)) for env in environments)
-    for env_name, load in loads:
-        if isinstance(load, str):
-            _block(p, messages.delete_replicas_unknown(env_name, load))
-    blockers = [
-        (env_name, minimum, active)
-        for env_name, load in loads
-        if not isinstance(load, str)
-        for minimum, active in [load]
-        if minimum > 0 or active > 0
-    ]
+    blockers = []
+    for env in sorted(environments, key=lambda env: env.name):
+        load = _load(env)
+        if isinstance(load, str):  # one unknown count outweighs every known one
+            _block(p, messages.delete_replicas_unknown(env.name, load))
+        minimum, active = load
+        if minimum > 0 or active > 0:
+            blockers.append((env.name, minimum, active))
     if blockers:
         _block(p, messages.delete_blocked(blockers))
 
