@@ -4,18 +4,26 @@ from __future__ import annotations
 
 import os
 import sys
+from importlib.metadata import PackageNotFoundError, version
 
 import structlog
 
-from baseten_operator.baseten.client import API_KEY_ENV, BasetenClient
+from baseten_operator.baseten.client import API_KEY_ENV, DEFAULT_TIMEOUT, BasetenClient
 from baseten_operator.baseten.errors import ConfigError
+from baseten_operator.baseten.pool import BasetenClientPool, MakeClient
 from baseten_operator.config import OperatorOptions
 from baseten_operator.controller.setup import PushOutcomeRelay, setup_with_manager
 from baseten_operator.controller.timing import Timing
 from baseten_operator.runtime.client import KubeClient
 from baseten_operator.runtime.clock import Clock, RealClock
+from baseten_operator.runtime.fence import WriteFence
 from baseten_operator.runtime.logging import configure_logging
-from baseten_operator.runtime.manager import Manager, ManagerOptions, install_signal_handlers
+from baseten_operator.runtime.manager import (
+    Manager,
+    ManagerOptions,
+    default_identity,
+    install_signal_handlers,
+)
 from baseten_operator.runtime.recorder import EventRecorder
 from baseten_operator.truss.pusher import TrussPusher
 
@@ -23,11 +31,47 @@ log = structlog.get_logger(__name__)
 
 EXIT_CONFIG_ERROR = 2
 COMPONENT = "baseten-operator"
+# A replica that lost its Lease is gone this long after noticing, stopped or not.
+LOST_LEASE_EXIT_GRACE = 1.0
+# A pass running longer than this many Baseten deadlines is stuck: /healthz fails.
+STUCK_PASS_DEADLINES = 2
+
+
+def user_agent(identity: str) -> str:
+    """Names the replica in every Baseten request, so audit logs tell replicas apart."""
+    try:
+        release = version("baseten-operator")
+    except PackageNotFoundError:
+        release = "dev"
+    return f"{COMPONENT}/{release} ({identity})"
 
 
 def remote_url(api_base_url: str) -> str:
     """truss talks to the Baseten root (its /graphql/), not to the REST API under /v1."""
     return api_base_url.rstrip("/").removesuffix("/v1")
+
+
+def operator_namespace() -> str:
+    """The namespace the operator runs in (its Lease's default, its API key Secrets')."""
+    return os.environ.get("POD_NAMESPACE") or "default"
+
+
+def client_factory(
+    base_url: str, *, timeout: float = DEFAULT_TIMEOUT, user_agent: str | None = None
+) -> MakeClient:
+    """The one place every namespace's Baseten client is built, like the operator's own."""
+    return lambda api_key: BasetenClient(api_key, base_url, timeout=timeout, user_agent=user_agent)
+
+
+def fenced_clients(make_client: MakeClient, fence: WriteFence) -> MakeClient:
+    """`make_client`, with every client it builds writing only through `fence`."""
+
+    def make(api_key: str) -> BasetenClient:
+        client: BasetenClient = make_client(api_key)
+        client.fence_writes(fence)
+        return client
+
+    return make
 
 
 def manager_options(options: OperatorOptions) -> ManagerOptions:
@@ -36,9 +80,7 @@ def manager_options(options: OperatorOptions) -> ManagerOptions:
         health_probe_bind_address=options.health_probe_bind_address,
         leader_elect=options.leader_elect,
         leader_election_id=options.leader_election_id,
-        leader_election_namespace=options.leader_election_namespace
-        or os.environ.get("POD_NAMESPACE")
-        or "default",
+        leader_election_namespace=options.leader_election_namespace or operator_namespace(),
         namespace=options.watch_namespace or None,
         shutdown_timeout=options.shutdown_timeout,
     )
@@ -49,16 +91,34 @@ def _discard(_: object) -> None:
 
 
 def build_operator(
-    options: OperatorOptions, *, kube: KubeClient, baseten: BasetenClient, clock: Clock
+    options: OperatorOptions,
+    *,
+    kube: KubeClient,
+    baseten: BasetenClient,
+    clock: Clock,
+    identity: str | None = None,
+    make_client: MakeClient | None = None,
 ) -> Manager:
     """Every piece of the operator wired on a Manager that is ready to start (not started).
 
-    The truss pusher's child processes get the API key from BASETEN_API_KEY.
+    `baseten` is the client of the operator's own key; `make_client` builds the client of a
+    namespace's key (default: one like `baseten`). The truss pusher's child processes get
+    the operator's API key from BASETEN_API_KEY. Every write (Baseten with any key,
+    status, finalizers, Events, push launches) passes the manager's write fence; the
+    Lease itself is served without connection retries.
     """
     timing = Timing.scaled(options.time_scale)
-    manager = Manager(kube, manager_options(options), clock=clock)
+    manager = Manager(
+        kube,
+        manager_options(options),
+        clock=clock,
+        identity=identity,
+        lease_client=kube.without_connect_retries(),
+    )
+    baseten.fence_writes(manager.fence)
+    writer = kube.fenced(manager.fence)
 
-    recorder = EventRecorder(kube, COMPONENT, clock=clock)
+    recorder = EventRecorder(writer, COMPONENT, clock=clock)
     manager.add_runnable(recorder.start, lambda: _discard(recorder.stop(5.0)), leader_only=True)
     relay = PushOutcomeRelay()
     pusher = TrussPusher(
@@ -71,12 +131,18 @@ def build_operator(
         timeout=Timing().push_timeout,
         on_done=relay,
         clock=clock,
+        fence=manager.fence,
     )
     manager.add_runnable(pusher.start, lambda: pusher.stop(10.0), leader_only=True)
+    pool = BasetenClientPool(
+        baseten, fenced_clients(make_client or client_factory(baseten.base_url), manager.fence)
+    )
     controller = setup_with_manager(
         manager,
-        kube=kube,
-        baseten=baseten,
+        pool=pool,
+        operator_namespace=operator_namespace(),
+        require_namespace_policy=options.require_namespace_policy,
+        kube=writer,
         recorder=recorder,
         clock=clock,
         timing=timing,
@@ -84,25 +150,43 @@ def build_operator(
         max_concurrent_reconciles=options.max_concurrent_reconciles,
     )
     relay.attach(controller)
+    stuck_after = STUCK_PASS_DEADLINES * options.baseten_timeout
+    manager.add_liveness_check(
+        "workers-responsive", lambda: controller.longest_running_pass() <= stuck_after
+    )
     return manager
 
 
 def run_operator(options: OperatorOptions) -> int:
     configure_logging(options.log_level, "console" if options.log_format == "console" else "json")
+    identity = default_identity()
     try:
-        baseten = BasetenClient.from_env()
+        baseten = BasetenClient.from_env(
+            timeout=options.baseten_timeout, user_agent=user_agent(identity)
+        )
     except ConfigError as error:
         print(f"baseten-operator: {error}", file=sys.stderr)
         return EXIT_CONFIG_ERROR
+    make_client = client_factory(
+        baseten.base_url, timeout=options.baseten_timeout, user_agent=user_agent(identity)
+    )
     kube = (
         KubeClient.from_kubeconfig(options.kubeconfig) if options.kubeconfig else KubeClient.auto()
     )
-    manager = build_operator(options, kube=kube, baseten=baseten, clock=RealClock())
+    manager = build_operator(
+        options,
+        kube=kube,
+        baseten=baseten,
+        clock=RealClock(),
+        identity=identity,
+        make_client=make_client,
+    )
     install_signal_handlers(manager)
     log.info(
         "starting operator",
         watch_namespace=options.watch_namespace or "(all)",
         time_scale=options.time_scale,
         leader_elect=options.leader_elect,
+        require_namespace_policy=options.require_namespace_policy,
     )
-    return manager.run()
+    return manager.run(lost_lease_grace=LOST_LEASE_EXIT_GRACE)

@@ -35,6 +35,7 @@ from baseten_operator.baseten.models import (
     Tombstone,
 )
 from baseten_operator.baseten.ratelimit import Limit
+from baseten_operator.baseten.teams import TeamList, TeamV1
 from baseten_operator.baseten.transport import (
     Endpoint,
     RetryPolicy,
@@ -43,8 +44,11 @@ from baseten_operator.baseten.transport import (
     pooled_session,
 )
 from baseten_operator.runtime.clock import Clock, RealClock
+from baseten_operator.runtime.fence import WriteFence
 
 DEFAULT_BASE_URL = "https://api.baseten.co/v1"
+# Total deadline of one call, retries and waits included (`--baseten-timeout`).
+DEFAULT_TIMEOUT = 30.0
 API_KEY_ENV = "BASETEN_API_KEY"
 BASE_URL_ENV = "BASETEN_API_BASE_URL"
 
@@ -57,6 +61,8 @@ _DEPLOYMENT = _MODEL + "/deployments/{deployment_id}"
 _ENVIRONMENT = _MODEL + "/environments/{env_name}"
 
 LIST_MODELS = Endpoint("GET", "/models", idempotent=True)
+LIST_TEAMS = Endpoint("GET", "/teams", idempotent=True)
+LIST_TEAM_MODELS = Endpoint("GET", "/teams/{team_id}/models", idempotent=True)
 DELETE_MODEL = Endpoint("DELETE", _MODEL, idempotent=True)
 LIST_DEPLOYMENTS = Endpoint("GET", _MODEL + "/deployments", idempotent=True)
 GET_DEPLOYMENT = Endpoint("GET", _DEPLOYMENT, idempotent=True)
@@ -83,14 +89,15 @@ class BasetenClient:
         *,
         session: requests.Session | None = None,
         clock: Clock | None = None,
-        timeout: float | tuple[float, float] = 30,
+        timeout: float = DEFAULT_TIMEOUT,
         max_attempts: int = 4,
-        max_rate_limit_wait: float = 60.0,
         backoff_base: float = 0.5,
         backoff_cap: float = 8.0,
         pool_size: int = 32,
         rng: random.Random | None = None,
+        user_agent: str | None = None,
     ) -> None:
+        """`timeout` is each call's total deadline, retries and waits included."""
         if not api_key or not api_key.strip():
             raise ConfigError(f"a Baseten API key is required (set {API_KEY_ENV})")
         self._base_url = base_url.rstrip("/")
@@ -99,15 +106,15 @@ class BasetenClient:
             self._base_url,
             session=session if session is not None else pooled_session(pool_size),
             clock=clock if clock is not None else RealClock(),
-            # (connect, read): a dead host is noticed fast, a slow answer gets the full time.
-            timeout=timeout if isinstance(timeout, tuple) else (min(10.0, timeout), timeout),
             policy=RetryPolicy(
                 max_attempts=max(1, max_attempts),
-                max_rate_limit_wait=max_rate_limit_wait,
+                deadline=timeout,
+                connect_timeout=min(10.0, timeout),
                 backoff_base=backoff_base,
                 backoff_cap=backoff_cap,
             ),
             rng=rng if rng is not None else random.Random(),
+            user_agent=user_agent,
         )
 
     @classmethod
@@ -116,7 +123,8 @@ class BasetenClient:
         *,
         session: requests.Session | None = None,
         clock: Clock | None = None,
-        timeout: float | tuple[float, float] = 30,
+        timeout: float = DEFAULT_TIMEOUT,
+        user_agent: str | None = None,
     ) -> BasetenClient:
         api_key = os.environ.get(API_KEY_ENV, "").strip()
         if not api_key:
@@ -124,11 +132,17 @@ class BasetenClient:
                 f"{API_KEY_ENV} is not set or empty: the operator needs a Baseten API key"
             )
         base_url = os.environ.get(BASE_URL_ENV, "").strip() or DEFAULT_BASE_URL
-        return cls(api_key, base_url, session=session, clock=clock, timeout=timeout)
+        return cls(
+            api_key, base_url, session=session, clock=clock, timeout=timeout, user_agent=user_agent
+        )
 
     @property
     def base_url(self) -> str:
         return self._base_url
+
+    def fence_writes(self, fence: WriteFence) -> None:
+        """From now on every non-GET call passes `fence`, and every wait is interruptible by it."""
+        self._transport.fence = fence
 
     def __repr__(self) -> str:
         return f"BasetenClient(base_url={self._base_url!r})"
@@ -162,6 +176,17 @@ class BasetenClient:
 
     def delete_model(self, model_id: str) -> None:
         self._acknowledged(DELETE_MODEL, {"model_id": model_id}, Tombstone)
+
+    # --- teams ------------------------------------------------------------------------------
+
+    def list_teams(self, name: str | None = None) -> list[TeamV1]:
+        query = {"name": name} if name is not None else None
+        return self._transport.call(LIST_TEAMS, {}, TeamList, query=query).teams
+
+    def list_team_models(self, team_id: str, name: str | None = None) -> list[ModelV1]:
+        query = {"name": name} if name is not None else None
+        path = {"team_id": team_id}
+        return self._transport.call(LIST_TEAM_MODELS, path, ModelList, query=query).models
 
     # --- deployments ----------------------------------------------------------------------
 

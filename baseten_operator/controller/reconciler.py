@@ -15,7 +15,9 @@ from pydantic import ValidationError
 
 from baseten_operator.api.constants import FAILED, PAUSED, EventReason, Mode
 from baseten_operator.api.types import BasetenModelSpec
+from baseten_operator.baseten.errors import RateLimited
 from baseten_operator.controller import messages
+from baseten_operator.controller.admission import admit, admit_deletion
 from baseten_operator.controller.context import (
     Dependencies,
     ModelGone,
@@ -34,7 +36,7 @@ from baseten_operator.controller.model_id import invalidate_model_id, resolve_mo
 from baseten_operator.controller.observe import observe
 from baseten_operator.controller.promotion import promote_source, record_active, steady_message
 from baseten_operator.controller.source import track_source
-from baseten_operator.controller.status import StatusWriter
+from baseten_operator.controller.status import StaleRead, StatusWriter
 from baseten_operator.controller.telemetry import forget_model, record_model
 from baseten_operator.controller.truss_source import resolve_truss_source
 from baseten_operator.runtime.controller import Request, Result, TerminalError
@@ -91,11 +93,14 @@ class BasetenModelReconciler:
         except (ReconcileError, TerminalError):
             writer.commit()
             raise
+        except (RateLimited, StaleRead) as interrupted:
+            result = _interrupted(interrupted)
         finally:
             record_model(request.namespace, request.name, spec.model_name, p.env, writer.status)
         return result
 
     def _run(self, p: Pass) -> NoReturn:
+        p = admit(p)  # namespace policy and ownership, before any Baseten call
         if p.spec.effective_mode == Mode.PAUSE:  # step 3
             _pause(p)
         if p.spec.effective_mode == Mode.OBSERVE:  # step 5
@@ -115,12 +120,35 @@ class BasetenModelReconciler:
             set_finalizer(self._deps.kube, obj, present=False)
         else:
             try:
-                finalize(Pass(self._deps, obj, spec, writer))
+                p = admit_deletion(Pass(self._deps, obj, spec, writer))
+                if p is None:  # refused by its namespace's policy: never touch Baseten
+                    set_finalizer(self._deps.kube, obj, present=False)
+                else:
+                    finalize(p)
             except Requeue as blocked:
                 writer.commit()
                 return Result(requeue_after=blocked.after)
+            except (RateLimited, StaleRead) as interrupted:
+                return _interrupted(interrupted)
         forget_model(meta.get("namespace") or "", meta["name"])
         return Result()
+
+
+# The shortest wait after a rate limit: a retry-after of 0 must still come back.
+_MIN_RATE_LIMIT_WAIT = 0.05
+
+
+def _interrupted(interruption: RateLimited | StaleRead) -> Result:
+    """End a pass cut short without writing more of it.
+
+    Throttled (RateLimited) is not failed: the pass comes back when Baseten said it
+    may. A stale read (StaleRead) comes back rate-limited, once the cache has caught up.
+    Intents already flushed stay on record.
+    """
+    log.info("pass interrupted, coming back later", reason=str(interruption))
+    if isinstance(interruption, RateLimited):
+        return Result(requeue_after=max(interruption.retry_after, _MIN_RATE_LIMIT_WAIT))
+    return Result(requeue=True)
 
 
 def _pause(p: Pass) -> NoReturn:

@@ -13,8 +13,17 @@ class AuditLog:
         self._entries: list[dict[str, Any]] = []
 
     def record(
-        self, *, method: str, path: str, body: Any, time: float, status: int, endpoint: str
+        self,
+        *,
+        method: str,
+        path: str,
+        body: Any,
+        time: float,
+        status: int,
+        endpoint: str,
+        key: str | None = None,
     ) -> None:
+        """`key`: the label of the API key the call carried (never the key itself)."""
         entry = {
             "method": method,
             "path": path,
@@ -22,6 +31,7 @@ class AuditLog:
             "time": time,
             "status": status,
             "endpoint": endpoint,
+            "key": key,
         }
         with self._lock:
             self._entries.append(entry)
