@@ -129,3 +129,22 @@ def test_a_registered_secret_is_masked_in_every_form_anywhere_in_a_line(
     for form in (secret, encoded, urlsafe, quote(secret, safe="")):
         assert form not in text
     assert text.count("[redacted]") >= 6
+
+
+def test_every_field_is_cut_to_1024_characters_and_a_traceback_keeps_its_end(
+    output: io.StringIO,
+) -> None:
+    try:
+        raise ValueError("the cause " + "x" * 3000)
+    except ValueError:
+        structlog.get_logger("x").exception(
+            "s" * 2000, name="n" * 1_000_000, nested={"k": ["v" * 2000]}, count=3
+        )
+    [line] = lines(output)
+    assert line["event"] == "s" * 1023 + "…"
+    assert line["name"] == "n" * 1023 + "…"
+    assert line["nested"] == {"k": ["v" * 1023 + "…"]}
+    assert line["count"] == 3
+    assert len(line["exception"]) == 1024
+    assert line["exception"].startswith("…") and line["exception"].endswith("x")
+    assert len(output.getvalue()) < 6000
