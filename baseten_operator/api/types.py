@@ -1,4 +1,4 @@
-"""The BasetenModel resource as pydantic v2 types (BEHAVIOR.md section 1).
+"""The BasetenModel resource as pydantic v2 types (docs/contract.md section 1).
 
 Python fields are snake_case with the API's camelCase names as aliases; unknown fields are
 ignored on read (an older operator reading a newer object must not fail). The field
@@ -171,7 +171,7 @@ class OrphanDeploymentCleanup(ApiModel):
     )
 
 
-# --- trussConfig (field order is the hash order of reference/hash-compat.md) ---------------
+# --- trussConfig (field order is the hash order of docs/truss.md) ---------------
 
 
 class Resources(ApiModel):

@@ -1,4 +1,4 @@
-"""Client of the Baseten management API (the operations in reference/baseten-api.md).
+"""Client of the Baseten management API (the operations in docs/baseten-api.md).
 
 One instance is shared by every reconcile worker: its transport pools connections and
 its rate limiter's buckets are per instance, so all threads draw from the same ones.
@@ -32,10 +32,11 @@ from baseten_operator.baseten.models import (
     RetryResult,
     SettingsUpdateAck,
     SuccessAck,
+    TeamList,
+    TeamV1,
     Tombstone,
 )
 from baseten_operator.baseten.ratelimit import Limit
-from baseten_operator.baseten.teams import TeamList, TeamV1
 from baseten_operator.baseten.transport import (
     Endpoint,
     RetryPolicy,

@@ -1,4 +1,4 @@
-"""Response models of the Baseten management API (reference/baseten-api.md).
+"""Response models of the Baseten management API (docs/baseten-api.md).
 
 Field names are the API's snake_case. Unknown fields are ignored, statuses are plain
 strings (a status Baseten adds tomorrow must not break parsing), and every field the
@@ -209,3 +209,13 @@ class EnvironmentUpdateAck(SettingsUpdateAck):
         if self.stated("status"):
             return super().positive()
         return self.environment is not None
+
+
+class TeamV1(ApiResponse):
+    id: str
+    name: str
+    default: bool = False
+
+
+class TeamList(ApiResponse):
+    teams: list[TeamV1]

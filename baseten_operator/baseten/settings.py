@@ -1,4 +1,4 @@
-"""Environment settings: from the CR's spec to API payloads, and drift (BEHAVIOR.md 3.8).
+"""Environment settings: from the CR's spec to API payloads, and drift (docs/contract.md 3.8).
 
 Pure functions over the CR's camelCase spec (as `api.types.to_wire` renders it) and
 the API's `EnvironmentV1`. Only the fields the spec sets take part: a field the spec
@@ -30,7 +30,7 @@ def _fields(*pairs: tuple[str, str]) -> tuple[_Field, ...]:
     return tuple(_Field(spec, api, spec) for spec, api in pairs)
 
 
-# Orders are the report order of BEHAVIOR.md 3.8.
+# Orders are the report order of docs/contract.md 3.8.
 AUTOSCALING_FIELDS = _fields(
     ("minReplicas", "min_replica"),
     ("maxReplicas", "max_replica"),
@@ -116,7 +116,7 @@ def promotion_payload(spec_promotion: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _zero_like(desired: Any) -> Any:
-    """What a value the API left out counts as: 0, false or "" (BEHAVIOR.md 3.8)."""
+    """What a value the API left out counts as: 0, false or "" (docs/contract.md 3.8)."""
     if isinstance(desired, bool):
         return False
     if isinstance(desired, int | float):

@@ -1,4 +1,4 @@
-"""Baseten teams (reference/go-operator-parity.md section 4.1): the team lookup and a
+"""Baseten teams (docs/baseten-api.md): the team lookup and a
 client view whose model lookups stay inside one team.
 
 Model names are unique per team only, so a namespace bound to a team must resolve its
@@ -11,20 +11,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from baseten_operator.baseten.errors import AmbiguousModelName, BasetenAPIError
-from baseten_operator.baseten.models import ApiResponse, ModelV1
+from baseten_operator.baseten.models import ModelV1
 
 if TYPE_CHECKING:
     from baseten_operator.baseten.client import BasetenClient
-
-
-class TeamV1(ApiResponse):
-    id: str
-    name: str
-    default: bool = False
-
-
-class TeamList(ApiResponse):
-    teams: list[TeamV1]
 
 
 class TeamNotFound(BasetenAPIError):

@@ -1,4 +1,4 @@
-"""Deletion (BEHAVIOR.md section 7): what CR teardown does to the Baseten model."""
+"""Deletion (docs/contract.md section 7): what CR teardown does to the Baseten model."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The target environment: read it, create it, correct its settings (BEHAVIOR.md 3.8)."""
+"""The target environment: read it, create it, correct its settings (docs/contract.md 3.8)."""
 
 from __future__ import annotations
 

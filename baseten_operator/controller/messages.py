@@ -1,6 +1,6 @@
-"""Every status message and event text of BEHAVIOR.md, character for character.
+"""Every status message and event text of docs/contract.md, character for character.
 
-Users grep these and Argo CD shows them: change one only together with BEHAVIOR.md.
+Users grep these and Argo CD shows them: change one only together with docs/contract.md.
 `ap` is the active prefix (`active_prefix`), empty when the environment has no current
 deployment.
 """

@@ -1,4 +1,4 @@
-"""The Baseten model ID of a pass (BEHAVIOR.md sections 3.6 and 3.15)."""
+"""The Baseten model ID of a pass (docs/contract.md sections 3.6 and 3.15)."""
 
 from __future__ import annotations
 

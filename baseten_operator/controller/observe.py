@@ -1,4 +1,4 @@
-"""Observe mode (BEHAVIOR.md section 6): read-only, never a Baseten write, never a push."""
+"""Observe mode (docs/contract.md section 6): read-only, never a Baseten write, never a push."""
 
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ def _fail(p: Pass, message: str) -> NoReturn:
 
 
 def _desired_first(change: Change) -> str:
-    # Observe reports what the spec wants first (as the seed documents), unlike Reconcile.
+    # Observe reports what the spec wants first (docs/contract.md section 6), unlike Reconcile.
     return str(Change(change.field, actual=change.desired, desired=change.actual))
 
 

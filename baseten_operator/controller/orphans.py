@@ -1,4 +1,4 @@
-"""Orphan deployment cleanup (BEHAVIOR.md section 8): Reconcile mode, steady state only."""
+"""Orphan deployment cleanup (docs/contract.md section 8): Reconcile mode, steady state only."""
 
 from __future__ import annotations
 

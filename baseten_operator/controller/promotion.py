@@ -1,4 +1,4 @@
-"""From environment to promotion: BEHAVIOR.md steps 3.9 to 3.14 (and section 8 in steady state)."""
+"""From environment to promotion: docs/contract.md steps 3.9 to 3.14 (and 8 in steady state)."""
 
 from __future__ import annotations
 

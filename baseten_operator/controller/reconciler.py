@@ -1,4 +1,4 @@
-"""One pass of Reconcile(key) (BEHAVIOR.md section 3) and the dispatch to each mode.
+"""One pass of Reconcile(key) (docs/contract.md section 3) and the dispatch to each mode.
 
 Every step either ends the pass or falls through. Steps end a pass by raising:
 `Requeue` (done, come back after a delay), `ReconcileError` (rate-limited retry) or

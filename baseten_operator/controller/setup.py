@@ -9,8 +9,9 @@ from typing import Any
 
 from baseten_operator.api.constants import BASETENMODELS
 from baseten_operator.baseten.pool import BasetenClientPool
-from baseten_operator.controller.context import Dependencies, Recorder
+from baseten_operator.controller.context import Dependencies
 from baseten_operator.controller.ownership import CLAIM_INDEX, claim_index
+from baseten_operator.controller.ports import Recorder
 from baseten_operator.controller.reconciler import BasetenModelReconciler
 from baseten_operator.controller.tenancy import Tenancy
 from baseten_operator.controller.tenancy_watches import (

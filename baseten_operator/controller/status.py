@@ -1,4 +1,4 @@
-"""Status accumulation and writing (BEHAVIOR.md section 2).
+"""Status accumulation and writing (docs/contract.md section 2).
 
 A pass edits `StatusWriter.status` freely; nothing reaches the API server until
 `commit()` at the end of the pass, or `flush()` for the few intents that must be

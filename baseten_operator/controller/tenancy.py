@@ -15,12 +15,12 @@ from baseten_operator.api.types import BasetenModelSpec
 from baseten_operator.baseten.pool import BasetenClientPool
 from baseten_operator.baseten.teams import TeamScopedClient
 from baseten_operator.controller import messages
-from baseten_operator.controller.context import ObjectCache
 from baseten_operator.controller.namespace_policy import (
     API_KEY_SECRET_KEY,
     NamespacePolicy,
     effective_team,
 )
+from baseten_operator.controller.ports import ObjectCache
 
 
 class ApiKeyUnavailable(Exception):

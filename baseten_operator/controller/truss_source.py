@@ -1,4 +1,4 @@
-"""trussConfig: the operator pushes the source deployment itself (BEHAVIOR.md section 5).
+"""trussConfig: the operator pushes the source deployment itself (docs/contract.md section 5).
 
 The push runs in the background (truss/pusher.py); its outcome comes back here on a later
 pass, and only this module turns it into status.
@@ -23,13 +23,13 @@ from baseten_operator.api.types import TrussConfig, to_wire
 from baseten_operator.baseten.errors import BasetenAPIError
 from baseten_operator.controller import messages
 from baseten_operator.controller.context import (
-    ObjectCache,
     Pass,
     ReconcileError,
     Requeue,
     raise_if_model_gone,
 )
 from baseten_operator.controller.model_id import remember_model_id
+from baseten_operator.controller.ports import ObjectCache
 from baseten_operator.controller.push_preflight import push_problem
 from baseten_operator.controller.retries import schedule_next_retry
 from baseten_operator.controller.source import track_source

@@ -19,6 +19,10 @@ Teams: `create_team(name)`, `seed_model(name, team=...)`; model names are unique
 `add_api_key(key, label, team=None)` accepts another key, bound to a team when `team` is
 given (it sees only that team's models: others answer 404, writes into another team 403);
 `revoke_api_key(key)`. Audit entries carry `key`: the label of the key the call carried.
+
+Must not import the operator (`api`, `baseten`, `truss`, `controller`, `sandbox`, `cli`,
+`main`): it answers as Baseten does (docs/baseten-api.md), whatever the client believes. From
+`runtime` only the clock and the bounded HTTP server (httpserver.py).
 """
 
 from baseten_operator.sim.baseten.engine import LifecycleDurations, SimEngine

@@ -3,9 +3,12 @@
 It serves what the operator, the official `kubernetes` Python client and `kubectl` use:
 core/v1 namespaces, configmaps, secrets and events, events.k8s.io/v1 events,
 coordination.k8s.io/v1 leases, CustomResourceDefinitions and the custom resources they
-define (plus ServiceAccounts, Services, Pods, Deployments and RBAC kinds, stored only, so
-install manifests apply), with discovery, resourceVersions, watches, patches, finalizers, status
-subresources, dry runs and table output (see shared/reference/kube-api-emulation.md).
+define (plus ServiceAccounts, Services, Pods, Deployments, PodDisruptionBudgets, NetworkPolicies
+and RBAC kinds, stored only, so install manifests apply), with discovery, resourceVersions,
+watches, patches, finalizers, status subresources, dry runs and table output (see
+docs/kube-emulation.md). Request bodies are JSON or YAML, and protobuf for Secrets and
+DeleteOptions (what client-go's typed clients send, Helm's release storage among them;
+protobuf.py).
 
     server = KubeApiServer()            # host="127.0.0.1", port=0 (ephemeral)
     url = server.start()
@@ -41,6 +44,10 @@ Deliberate simplifications: server-side apply is a merge of the applied configur
 field ownership); no garbage collection by ownerReferences; no authentication or RBAC;
 namespace and CRD deletion drain their contents synchronously; the clock given to the
 server stamps objects, while watch timeouts and bookmarks follow real time.
+
+Must not import the operator (`api`, `baseten`, `truss`, `controller`, `sandbox`, `cli`,
+`main`): it emulates Kubernetes, not this project. From `runtime` only the clock
+and the bounded HTTP server (httpserver.py).
 """
 
 from .server import KubeApiServer

@@ -24,7 +24,7 @@ SAMPLES = Path(__file__).parents[3] / "config" / "samples"
 
 
 def shipped_sample() -> tuple[str, dict[str, Any], str]:
-    """The complete sample CR as shipped (the seed's complete example) and its setup script."""
+    """The complete sample CR as shipped (README.md's complete example) and its setup script."""
     cr = yaml.safe_load((SAMPLES / "models_v1alpha1_basetenmodel_complete.yaml").read_text())
     configmap = yaml.safe_load((SAMPLES / "setup_configmap.yaml").read_text())
     config = cr["spec"]["trussConfig"]

@@ -1,4 +1,4 @@
-"""BEHAVIOR.md section 1: the resource's shape, bounds and defaults as pydantic types."""
+"""docs/contract.md section 1: the resource's shape, bounds and defaults as pydantic types."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Spec -> payload and drift detection (BEHAVIOR.md 3.8)."""
+"""Spec -> payload and drift detection (docs/contract.md 3.8)."""
 
 from __future__ import annotations
 

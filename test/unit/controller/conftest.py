@@ -25,9 +25,9 @@ from baseten_operator.baseten.models import (
     ModelV1,
     PromotionSettingsV1,
     RetryResult,
+    TeamV1,
 )
 from baseten_operator.baseten.pool import BasetenClientPool
-from baseten_operator.baseten.teams import TeamV1
 from baseten_operator.controller.context import Dependencies
 from baseten_operator.controller.ownership import claim_index
 from baseten_operator.controller.reconciler import BasetenModelReconciler

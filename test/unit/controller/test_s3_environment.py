@@ -148,9 +148,9 @@ def test_drift_update_failure(h) -> None:
 
 
 def test_drift_counts_in_metrics(h) -> None:
-    from baseten_operator.runtime import metrics
+    from baseten_operator.controller import telemetry
 
-    counter = metrics.DRIFT_CORRECTIONS.labels(group="autoscaling")
+    counter = telemetry.DRIFT_CORRECTIONS.labels(group="autoscaling")
     before = counter._value.get()
     h.steady_world(autoscaling={"min_replica": 1, "max_replica": 5})
     h.create(spec(autoscaling={"minReplicas": 2}))

@@ -11,7 +11,7 @@ from baseten_operator.baseten.errors import BasetenAPIError
 SCRIPT = (
     "#!/bin/bash\nset -e\npip install -r /app/data/requirements.txt && echo ready > /tmp/ready\n"
 )
-# reference/hash-compat.md vector 1: the seed's short example, which truss 0.18 would refuse
+# docs/truss.md vector 1: the user guide's short example, which truss 0.18 would refuse
 # to push (no start command or probes) but which names an existing deployment just fine.
 VECTOR_1 = {
     "resources": {"accelerator": "H100:1"},

@@ -1,4 +1,4 @@
-"""The BasetenModel CRD: generated from the types, committed, and enforcing BEHAVIOR.md §1."""
+"""The BasetenModel CRD: generated from the types, committed, enforcing docs/contract.md 1."""
 
 from __future__ import annotations
 
@@ -181,7 +181,7 @@ def test_status_shape(openapi_schema: dict[str, Any]) -> None:
     assert "type" in conditions["items"]["required"]
 
 
-# --- admission of the seed's examples ------------------------------------------------------
+# --- admission of the user guide's examples ------------------------------------------------------
 
 
 def test_seed_examples_are_accepted_unchanged_but_for_defaults(
