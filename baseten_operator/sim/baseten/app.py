@@ -1,4 +1,4 @@
-"""The request pipeline: routing, auth, injected faults, rate limits, audit."""
+"""The request pipeline: routing, auth, request log, injected faults, rate limits, audit."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 from baseten_operator.runtime.clock import Clock
 from baseten_operator.sim.baseten import rest
-from baseten_operator.sim.baseten.audit import AuditLog
+from baseten_operator.sim.baseten.audit import AuditLog, RequestLog
 from baseten_operator.sim.baseten.engine import SimEngine
 from baseten_operator.sim.baseten.errors import SimError
 from baseten_operator.sim.baseten.faults import Fault, FaultInjector
@@ -50,6 +50,7 @@ class SimApp:
         faults: FaultInjector,
         limiter: RateLimiter,
         audit: AuditLog,
+        requests: RequestLog,
         control: Callable[[Request], Response],
     ) -> None:
         self._api_key = api_key
@@ -61,6 +62,7 @@ class SimApp:
         self._faults = faults
         self._limiter = limiter
         self._audit = audit
+        self._requests = requests
         self._control = control
 
     def __call__(self, request: Request) -> Response | None:
@@ -71,7 +73,7 @@ class SimApp:
         if request.path == "/v1" or request.path.startswith("/v1/"):
             return self._handle_rest(request)
         if request.method in ("PUT", "POST", "DELETE") and request.path.count("/") >= 2:
-            return self._with_fault(["s3"], lambda: self._handle_s3(request))
+            return self._with_fault(request, ["s3"], lambda: self._handle_s3(request))
         return error_response(SimError(404, "NOT_FOUND", f"No route for {request.path}"))
 
     # ----------------------------------------------------------------- shared steps
@@ -82,8 +84,17 @@ class SimApp:
             return key.strip()
         return None
 
-    def _with_fault(self, endpoints: list[str], proceed: Callable[[], Response]) -> Response | None:
+    def _with_fault(
+        self, request: Request, endpoints: list[str], proceed: Callable[[], Response]
+    ) -> Response | None:
         fault = self._faults.take(endpoints)
+        self._requests.record(
+            method=request.method,
+            path=request.path,
+            time=self._clock.now(),
+            user_agent=request.headers.get("user-agent"),
+            fault=fault.kind if fault is not None else None,
+        )
         if fault is None:
             return proceed()
         return self._apply_fault(fault, proceed)
@@ -109,6 +120,7 @@ class SimApp:
             time=self._clock.now(),
             status=status,
             endpoint=endpoint,
+            user_agent=request.headers.get("user-agent"),
         )
 
     # ----------------------------------------------------------------- REST
@@ -122,7 +134,7 @@ class SimApp:
         except SimError as exc:
             return error_response(exc)
         endpoint = match.route.endpoint
-        return self._with_fault([endpoint], lambda: self._call_rest(request, key, match))
+        return self._with_fault(request, [endpoint], lambda: self._call_rest(request, key, match))
 
     def _call_rest(self, request: Request, key: str, match: rest.Match) -> Response:
         endpoint = match.route.endpoint
@@ -163,7 +175,7 @@ class SimApp:
                 self._audit_entry(request, body, 200, f"graphql:{field.name}")
             return json_response(200, result)
 
-        return self._with_fault(["graphql", f"graphql:{field.name}"], execute)
+        return self._with_fault(request, ["graphql", f"graphql:{field.name}"], execute)
 
     # ----------------------------------------------------------------- S3
 

@@ -14,6 +14,7 @@ from baseten_operator.runtime.clock import Clock, RealClock
 from .faults import Faults
 from .handler import KubeHTTPServer
 from .store import Store
+from .writelog import WriteLog
 
 log = structlog.get_logger(__name__)
 
@@ -36,6 +37,7 @@ class KubeApiServer:
         self.bookmark_interval = bookmark_interval
         self.store = Store(self.clock, history_limit)
         self.faults = Faults()
+        self.writes = WriteLog()
         self._httpd: KubeHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -128,6 +130,7 @@ class KubeApiServer:
     def reset(self) -> None:
         self.clear_faults()
         self.store.reset()
+        self.writes.clear()
 
     def watch_count(self) -> int:
         return self.store.watch_count()
