@@ -174,6 +174,10 @@ class BasetenSimulator:
         """kind: latency (seconds=, sim time), 5xx (status=), 429 (retry_after=), drop."""
         self.faults.inject(endpoint, kind, count, **params)
 
+    def clear_faults(self) -> None:
+        """Withdraw every injected fault not yet struck."""
+        self.faults.reset()
+
     def configure_rate_limits(
         self, enabled: bool | None = None, limits: dict[str, list[float]] | None = None
     ) -> None:
@@ -220,6 +224,7 @@ class BasetenSimulator:
             "deactivate": self.deactivate,
             "ui_update_environment": self.ui_update_environment,
             "inject_fault": self.inject_fault,
+            "clear_faults": self.clear_faults,
             "configure_rate_limits": self.configure_rate_limits,
             "tick": self.tick,
             "audit_log": self.audit_log,

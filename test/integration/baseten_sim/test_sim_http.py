@@ -247,3 +247,6 @@ def test_logs_keep_the_user_agent_and_every_request(
     assert {e["user_agent"] for e in sim.request_log()} == {"baseten-operator/0.1 (host_abc)"}
     later = requests.get(f"{sim.url}/_sim/request_log", params={"since": 2}, timeout=5).json()
     assert [e["method"] for e in later] == ["DELETE"]
+    sim.inject_fault("*", "5xx", 5)
+    requests.post(f"{sim.url}/_sim/clear_faults", json={}, timeout=5).raise_for_status()
+    assert http.get(f"{sim.api_url}/models").status_code == 200
