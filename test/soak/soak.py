@@ -19,7 +19,6 @@ import argparse
 import dataclasses
 import json
 import signal
-import statistics
 import sys
 import tempfile
 import time
@@ -39,7 +38,7 @@ from e2e_harness import basetenmodel  # noqa: E402
 from polling import Timeout, wait_for  # noqa: E402
 from soak_checks import Evidence, Freeze, Tracked, run_checks  # noqa: E402
 from soak_faults import FaultDriver, FaultPlan  # noqa: E402
-from soak_stack import LEASE_DURATION, RENEW_DEADLINE, Replica, Stack  # noqa: E402
+from soak_stack import LEASE_DURATION, RENEW_DEADLINE, Stack  # noqa: E402
 
 NAMESPACE = "soak"
 ENV = "production"
@@ -143,7 +142,9 @@ class Scenario:
     def __init__(self, stack: Stack, config: SoakConfig) -> None:
         self.stack = stack
         self.config = config
-        self.tracked = [Tracked(f"{kind}-{i:03d}", kind) for i, kind in enumerate(cohorts(config.crs))]
+        self.tracked = [
+            Tracked(f"{kind}-{i:03d}", kind) for i, kind in enumerate(cohorts(config.crs))
+        ]
         self.faults = FaultDriver(stack, config.faults)
         self.freezes: list[Freeze] = []
         self.kills: list[str] = []
@@ -211,7 +212,9 @@ class Scenario:
         stopped = time.time()
         if self._await(
             "final convergence",
-            lambda: all(serves(self.objects.get(t.name), t.source) for t in self.of("reconcile", "pause"))
+            lambda: all(
+                serves(self.objects.get(t.name), t.source) for t in self.of("reconcile", "pause")
+            )
             and self._environments_match(),
             timeout=cfg.converge_timeout,
         ):
@@ -233,14 +236,18 @@ class Scenario:
                     autoscaling_settings={"min_replica": MIN_REPLICAS, "max_replica": MAX_REPLICAS},
                 )
 
-    def _apply(self, tracked: list[Tracked], *, mode: str = "Reconcile", created: bool = False) -> None:
+    def _apply(
+        self, tracked: list[Tracked], *, mode: str = "Reconcile", created: bool = False
+    ) -> None:
         chunk = 50
         for start in range(0, len(tracked), chunk):
             batch = tracked[start : start + chunk]
             if created:
                 for t in batch:
                     t.created_at = time.time()
-            self.stack.kubectl.apply(*(basetenmodel(t.name, NAMESPACE, spec_of(t, mode)) for t in batch))
+            self.stack.kubectl.apply(
+                *(basetenmodel(t.name, NAMESPACE, spec_of(t, mode)) for t in batch)
+            )
 
     def _drift(self, t: Tracked, **autoscaling: int) -> None:
         """A change made in Baseten's UI behind the operator's back."""
@@ -324,9 +331,9 @@ class Scenario:
                 t.reconverged_at = now
             if t.kind == "pause" and t.paused_at is None and deployment_status(obj) == "PAUSED":
                 t.paused_at = now
-            if t.deleted_at is not None and t.blocked_at is None:
-                if deployment_status(obj) == "DELETE_BLOCKED":
-                    t.blocked_at = now
+            blocked = deployment_status(obj) == "DELETE_BLOCKED"
+            if t.deleted_at is not None and t.blocked_at is None and blocked:
+                t.blocked_at = now
 
     def _await(self, what: str, done: Callable[[], bool], timeout: float | None = None) -> bool:
         def probe() -> bool:
@@ -383,22 +390,32 @@ class Scenario:
 
     def figures(self, ev: Evidence, started: float) -> dict[str, Any]:
         first = [t.ready_at - t.created_at for t in self.tracked if t.ready_at]
-        again = [t.reconverged_at - t.changed_at for t in self.tracked if t.reconverged_at and t.changed_at]
+        again = [
+            t.reconverged_at - t.changed_at
+            for t in self.tracked
+            if t.reconverged_at and t.changed_at
+        ]
         struck = Counter(str(e["fault"]) for e in ev.requests if e.get("fault"))
         writes = [e for e in ev.requests if e["method"] != "GET"]
         leaderships = sorted(t for r in ev.replicas for t in r.became_leader())
+
+        def per_cr(count: int) -> str:
+            return f"{count} ({count / len(self.tracked):.1f})"
+
         return {
             "CRs": dict(Counter(t.kind for t in self.tracked)),
             "duration": f"{time.time() - started:.0f}s",
             "time to first Ready p50/p95/max": (
                 f"{percentile(first, 0.5)} / {percentile(first, 0.95)} / {percentile(first, 1.0)}"
             ),
-            "time to serve a new source p50/max": f"{percentile(again, 0.5)} / {percentile(again, 1.0)}",
+            "time to serve a new source p50/max": (
+                f"{percentile(again, 0.5)} / {percentile(again, 1.0)}"
+            ),
             "final convergence after faults stopped": (
                 f"{self.converged_after:.1f}s" if self.converged_after is not None else "never"
             ),
-            "Baseten requests (per CR)": f"{len(ev.requests)} ({len(ev.requests) / len(self.tracked):.1f})",
-            "Baseten writes (per CR)": f"{len(writes)} ({len(writes) / len(self.tracked):.1f})",
+            "Baseten requests (per CR)": per_cr(len(ev.requests)),
+            "Baseten writes (per CR)": per_cr(len(writes)),
             "promotes": sum(1 for e in ev.audit if e.get("endpoint") == "promote"),
             "faults injected": dict(self.faults.injected),
             "faults struck (Baseten)": dict(struck),
@@ -413,7 +430,9 @@ def run_soak(config: SoakConfig, workdir: Path | None = None) -> SoakResult:
     workdir = workdir or Path(tempfile.mkdtemp(prefix="soak-"))
     workdir.mkdir(parents=True, exist_ok=True)
     started = time.time()
-    stack = Stack.start(workdir, api_key=f"soak-key-{uuid.uuid4().hex}", time_scale=config.time_scale)
+    stack = Stack.start(
+        workdir, api_key=f"soak-key-{uuid.uuid4().hex}", time_scale=config.time_scale
+    )
     scenario = Scenario(stack, config)
     try:
         scenario.stack.kubectl.apply(

@@ -101,7 +101,10 @@ def check_convergence(ev: Evidence) -> list[str]:
             for c in status.get("conditions") or []
         )
         env = ev.environments.get(t.name) or {}
-        serving = ((env.get("current_deployment") or {}).get("name"), env.get("autoscaling_settings"))
+        serving = (
+            (env.get("current_deployment") or {}).get("name"),
+            env.get("autoscaling_settings"),
+        )
         settings = serving[1] or {}
         if not ready or serving[0] != t.source or settings.get("max_replica") != 2:
             violations.append(
@@ -159,7 +162,7 @@ def check_deletions(ev: Evidence) -> list[str]:
             early = [e for e in mine if t.drained_at is None or e["time"] < t.drained_at]
             if early:
                 violations.append(
-                    f"model of {t.name} deleted while its environment served:\n      {_quote(early)}"
+                    f"model of {t.name} deleted while serving:\n      {_quote(early)}"
                 )
             if ev.models_present.get(t.name) or t.name in ev.final_objects:
                 violations.append(f"{t.name}: drained but not deleted (CR or model left)")
@@ -203,8 +206,7 @@ def writes_after_deposition(
         late = [
             w
             for w in writes
-            if identity_in_user_agent(w.get("user_agent")) == replica.identity
-            and w["time"] > since
+            if identity_in_user_agent(w.get("user_agent")) == replica.identity and w["time"] > since
         ]
         if late:
             violations.append(
@@ -238,7 +240,9 @@ def operator_kube_writes(writes: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def check_fencing(ev: Evidence) -> list[str]:
-    baseten = [e for e in ev.requests if e["method"] in WRITE_METHODS and e["path"].startswith("/v1")]
+    baseten = [
+        e for e in ev.requests if e["method"] in WRITE_METHODS and e["path"].startswith("/v1")
+    ]
     return writes_after_deposition(ev.replicas, baseten, "Baseten") + writes_after_deposition(
         ev.replicas, operator_kube_writes(ev.kube_writes), "Kubernetes"
     )
@@ -293,7 +297,9 @@ def check_api_key_hidden(ev: Evidence) -> list[str]:
     places = {f"log of {name}": text for name, text in ev.logs.items()}
     places["Events"] = ev.events_json
     places["BasetenModel objects"] = json.dumps(ev.final_objects)
-    return [f"the API key appears in {where}" for where, text in places.items() if ev.api_key in text]
+    return [
+        f"the API key appears in {where}" for where, text in places.items() if ev.api_key in text
+    ]
 
 
 CHECKS = (

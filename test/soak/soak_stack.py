@@ -101,7 +101,9 @@ class Replica:
         )
 
     def became_leader(self) -> list[float]:
-        return [log_time(r["timestamp"]) for r in self.records() if r.get("event") == "became leader"]
+        return [
+            log_time(r["timestamp"]) for r in self.records() if r.get("event") == "became leader"
+        ]
 
     def alive(self) -> bool:
         return self.process.alive()
