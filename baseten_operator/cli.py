@@ -70,6 +70,13 @@ def add_operator_flags(parser: argparse.ArgumentParser) -> None:
         help="multiply every delay the operator waits (tests, sandbox)",
     )
     parser.add_argument(
+        "--baseten-timeout",
+        type=positive_float,
+        default=d.baseten_timeout,
+        help="total deadline in seconds of one Baseten call, retries included "
+        "(a pass stuck for twice this fails /healthz)",
+    )
+    parser.add_argument(
         "--kubeconfig",
         default=None,
         help="kubeconfig path (default: $KUBECONFIG, ~/.kube/config, in-cluster)",
@@ -90,6 +97,7 @@ def options_from_args(args: argparse.Namespace) -> OperatorOptions:
         log_format=args.log_format,
         time_scale=args.time_scale,
         kubeconfig=args.kubeconfig,
+        baseten_timeout=args.baseten_timeout,
     )
 
 

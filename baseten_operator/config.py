@@ -20,3 +20,5 @@ class OperatorOptions:
     time_scale: float = 1.0
     kubeconfig: str | None = None
     shutdown_timeout: float = 30.0
+    # Total deadline of one Baseten call, retries and waits included.
+    baseten_timeout: float = 30.0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from importlib.metadata import PackageNotFoundError, version
 
 import structlog
 
@@ -15,7 +16,12 @@ from baseten_operator.controller.timing import Timing
 from baseten_operator.runtime.client import KubeClient
 from baseten_operator.runtime.clock import Clock, RealClock
 from baseten_operator.runtime.logging import configure_logging
-from baseten_operator.runtime.manager import Manager, ManagerOptions, install_signal_handlers
+from baseten_operator.runtime.manager import (
+    Manager,
+    ManagerOptions,
+    default_identity,
+    install_signal_handlers,
+)
 from baseten_operator.runtime.recorder import EventRecorder
 from baseten_operator.truss.pusher import TrussPusher
 
@@ -23,6 +29,19 @@ log = structlog.get_logger(__name__)
 
 EXIT_CONFIG_ERROR = 2
 COMPONENT = "baseten-operator"
+# A replica that lost its Lease is gone this long after noticing, stopped or not.
+LOST_LEASE_EXIT_GRACE = 1.0
+# A pass running longer than this many Baseten deadlines is stuck: /healthz fails.
+STUCK_PASS_DEADLINES = 2
+
+
+def user_agent(identity: str) -> str:
+    """Names the replica in every Baseten request, so audit logs tell replicas apart."""
+    try:
+        release = version("baseten-operator")
+    except PackageNotFoundError:
+        release = "dev"
+    return f"{COMPONENT}/{release} ({identity})"
 
 
 def remote_url(api_base_url: str) -> str:
@@ -49,16 +68,31 @@ def _discard(_: object) -> None:
 
 
 def build_operator(
-    options: OperatorOptions, *, kube: KubeClient, baseten: BasetenClient, clock: Clock
+    options: OperatorOptions,
+    *,
+    kube: KubeClient,
+    baseten: BasetenClient,
+    clock: Clock,
+    identity: str | None = None,
 ) -> Manager:
     """Every piece of the operator wired on a Manager that is ready to start (not started).
 
-    The truss pusher's child processes get the API key from BASETEN_API_KEY.
+    The truss pusher's child processes get the API key from BASETEN_API_KEY. Every
+    write (Baseten, status, finalizers, Events, push launches) passes the manager's
+    write fence; the Lease itself is served without connection retries.
     """
     timing = Timing.scaled(options.time_scale)
-    manager = Manager(kube, manager_options(options), clock=clock)
+    manager = Manager(
+        kube,
+        manager_options(options),
+        clock=clock,
+        identity=identity,
+        lease_client=kube.without_connect_retries(),
+    )
+    baseten.fence_writes(manager.fence)
+    writer = kube.fenced(manager.fence)
 
-    recorder = EventRecorder(kube, COMPONENT, clock=clock)
+    recorder = EventRecorder(writer, COMPONENT, clock=clock)
     manager.add_runnable(recorder.start, lambda: _discard(recorder.stop(5.0)), leader_only=True)
     relay = PushOutcomeRelay()
     pusher = TrussPusher(
@@ -71,11 +105,12 @@ def build_operator(
         timeout=Timing().push_timeout,
         on_done=relay,
         clock=clock,
+        fence=manager.fence,
     )
     manager.add_runnable(pusher.start, lambda: pusher.stop(10.0), leader_only=True)
     controller = setup_with_manager(
         manager,
-        kube=kube,
+        kube=writer,
         baseten=baseten,
         recorder=recorder,
         clock=clock,
@@ -84,20 +119,29 @@ def build_operator(
         max_concurrent_reconciles=options.max_concurrent_reconciles,
     )
     relay.attach(controller)
+    stuck_after = STUCK_PASS_DEADLINES * options.baseten_timeout
+    manager.add_liveness_check(
+        "workers-responsive", lambda: controller.longest_running_pass() <= stuck_after
+    )
     return manager
 
 
 def run_operator(options: OperatorOptions) -> int:
     configure_logging(options.log_level, "console" if options.log_format == "console" else "json")
+    identity = default_identity()
     try:
-        baseten = BasetenClient.from_env()
+        baseten = BasetenClient.from_env(
+            timeout=options.baseten_timeout, user_agent=user_agent(identity)
+        )
     except ConfigError as error:
         print(f"baseten-operator: {error}", file=sys.stderr)
         return EXIT_CONFIG_ERROR
     kube = (
         KubeClient.from_kubeconfig(options.kubeconfig) if options.kubeconfig else KubeClient.auto()
     )
-    manager = build_operator(options, kube=kube, baseten=baseten, clock=RealClock())
+    manager = build_operator(
+        options, kube=kube, baseten=baseten, clock=RealClock(), identity=identity
+    )
     install_signal_handlers(manager)
     log.info(
         "starting operator",
@@ -105,4 +149,4 @@ def run_operator(options: OperatorOptions) -> int:
         time_scale=options.time_scale,
         leader_elect=options.leader_elect,
     )
-    return manager.run()
+    return manager.run(lost_lease_grace=LOST_LEASE_EXIT_GRACE)

@@ -41,8 +41,11 @@ from baseten_operator.baseten.transport import (
     pooled_session,
 )
 from baseten_operator.runtime.clock import Clock, RealClock
+from baseten_operator.runtime.fence import WriteFence
 
 DEFAULT_BASE_URL = "https://api.baseten.co/v1"
+# Total deadline of one call, retries and waits included (`--baseten-timeout`).
+DEFAULT_TIMEOUT = 30.0
 API_KEY_ENV = "BASETEN_API_KEY"
 BASE_URL_ENV = "BASETEN_API_BASE_URL"
 
@@ -81,14 +84,15 @@ class BasetenClient:
         *,
         session: requests.Session | None = None,
         clock: Clock | None = None,
-        timeout: float | tuple[float, float] = 30,
+        timeout: float = DEFAULT_TIMEOUT,
         max_attempts: int = 4,
-        max_rate_limit_wait: float = 60.0,
         backoff_base: float = 0.5,
         backoff_cap: float = 8.0,
         pool_size: int = 32,
         rng: random.Random | None = None,
+        user_agent: str | None = None,
     ) -> None:
+        """`timeout` is each call's total deadline, retries and waits included."""
         if not api_key or not api_key.strip():
             raise ConfigError(f"a Baseten API key is required (set {API_KEY_ENV})")
         self._base_url = base_url.rstrip("/")
@@ -97,15 +101,15 @@ class BasetenClient:
             self._base_url,
             session=session if session is not None else pooled_session(pool_size),
             clock=clock if clock is not None else RealClock(),
-            # (connect, read): a dead host is noticed fast, a slow answer gets the full time.
-            timeout=timeout if isinstance(timeout, tuple) else (min(10.0, timeout), timeout),
             policy=RetryPolicy(
                 max_attempts=max(1, max_attempts),
-                max_rate_limit_wait=max_rate_limit_wait,
+                deadline=timeout,
+                connect_timeout=min(10.0, timeout),
                 backoff_base=backoff_base,
                 backoff_cap=backoff_cap,
             ),
             rng=rng if rng is not None else random.Random(),
+            user_agent=user_agent,
         )
 
     @classmethod
@@ -114,7 +118,8 @@ class BasetenClient:
         *,
         session: requests.Session | None = None,
         clock: Clock | None = None,
-        timeout: float | tuple[float, float] = 30,
+        timeout: float = DEFAULT_TIMEOUT,
+        user_agent: str | None = None,
     ) -> BasetenClient:
         api_key = os.environ.get(API_KEY_ENV, "").strip()
         if not api_key:
@@ -122,11 +127,17 @@ class BasetenClient:
                 f"{API_KEY_ENV} is not set or empty: the operator needs a Baseten API key"
             )
         base_url = os.environ.get(BASE_URL_ENV, "").strip() or DEFAULT_BASE_URL
-        return cls(api_key, base_url, session=session, clock=clock, timeout=timeout)
+        return cls(
+            api_key, base_url, session=session, clock=clock, timeout=timeout, user_agent=user_agent
+        )
 
     @property
     def base_url(self) -> str:
         return self._base_url
+
+    def fence_writes(self, fence: WriteFence) -> None:
+        """From now on every non-GET call passes `fence`, and every wait is interruptible by it."""
+        self._transport.fence = fence
 
     def __repr__(self) -> str:
         return f"BasetenClient(base_url={self._base_url!r})"

@@ -47,6 +47,21 @@ class BasetenAPIError(Exception):
         return f"HTTP {self.status_code}: {self.message}"
 
 
+class RateLimited(Exception):
+    """A call would have to wait longer than its deadline allows (Baseten's 429, or the
+    client's own budget for the endpoint).
+
+    Deliberately not a BasetenAPIError: being throttled says nothing about the model,
+    so no status turns FAILED for it. It ends the pass, which comes back after
+    `retry_after` seconds instead of sleeping in a worker.
+    """
+
+    def __init__(self, call: str, retry_after: float, detail: str) -> None:
+        super().__init__(f"rate limited on {call}: retry after {retry_after:.3g}s ({detail})")
+        self.call = call
+        self.retry_after = retry_after
+
+
 class AmbiguousName(BasetenAPIError):
     """A lookup by name matched several objects; the operator never guesses.
 

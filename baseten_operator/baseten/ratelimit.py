@@ -62,13 +62,6 @@ class TokenBucket:
             self._tokens -= 1.0
             return 0.0 if self._tokens >= 0 else -self._tokens / self.rate
 
-    def acquire(self) -> float:
-        """Take one token, sleeping (on the clock) until it is ours; return the seconds waited."""
-        delay = self.reserve()
-        if delay > 0:
-            self._clock.sleep(delay)
-        return delay
-
 
 class EndpointRateLimiter:
     """One bucket per endpoint template, created on first use."""
@@ -78,9 +71,13 @@ class EndpointRateLimiter:
         self._lock = threading.Lock()
         self._buckets: dict[str, TokenBucket] = {}
 
-    def acquire(self, endpoint: str, limit: Limit) -> float:
+    def reserve(self, endpoint: str, limit: Limit) -> float:
+        """Take one token of `endpoint`'s bucket; return how long to wait before using it.
+
+        The caller does the waiting, so that its wait can be bounded and interrupted.
+        """
         with self._lock:
             bucket = self._buckets.get(endpoint)
             if bucket is None:
                 bucket = self._buckets[endpoint] = TokenBucket.for_limit(limit, self._clock)
-        return bucket.acquire()
+        return bucket.reserve()

@@ -1,11 +1,18 @@
 """HTTP transport of the Baseten client: auth, throttling, retries, errors, metrics.
 
 Retry policy (conservative: a duplicate promote or create is worse than an error):
-- 429: every call waits what the server asks (`retry_after` in the body or the
-  `Retry-After` header) and tries again, within a bounded number of attempts.
+- 429: a call waits what the server asks (`retry_after` in the body or the
+  `Retry-After` header) and tries again, within a bounded number of attempts, when
+  the wait fits in what is left of its deadline; otherwise it raises `RateLimited`
+  and the caller comes back later instead of sleeping in a worker.
 - 5xx: only idempotent endpoints (GET, DELETE, settings PATCH) are retried.
 - connection errors: idempotent endpoints are retried; the others only when the
   connection failed before the request could have been sent.
+
+Bounds: every call has one total deadline covering throttling, connecting, sending,
+reading and every retry (deadlines.py cuts a server that answers too slowly). Every
+write first passes the write fence, and every wait is the fence's, so losing the
+Lease or shutting down interrupts it.
 """
 
 from __future__ import annotations
@@ -23,11 +30,12 @@ import requests
 import structlog
 import urllib3.exceptions
 from pydantic import BaseModel, ValidationError
-from requests.adapters import HTTPAdapter
 
-from baseten_operator.baseten.errors import BasetenAPIError
+from baseten_operator.baseten.deadlines import DeadlineAdapter, deadline
+from baseten_operator.baseten.errors import BasetenAPIError, RateLimited
 from baseten_operator.baseten.ratelimit import EndpointRateLimiter, Limit
 from baseten_operator.runtime.clock import Clock
+from baseten_operator.runtime.fence import WriteFence
 from baseten_operator.runtime.metrics import (
     BASETEN_API_LATENCY,
     BASETEN_API_REQUESTS,
@@ -71,8 +79,10 @@ class Endpoint:
 @dataclass(frozen=True)
 class RetryPolicy:
     max_attempts: int = 4
-    # A 429 asking for a longer wait is raised at once (with retry_after) for the caller to requeue.
-    max_rate_limit_wait: float = 60.0
+    # The whole call, retries and waits included, ends by then.
+    deadline: float = 30.0
+    # Connecting is bounded more tightly: a dead host is noticed fast.
+    connect_timeout: float = 10.0
     backoff_base: float = 0.5
     backoff_cap: float = 8.0
 
@@ -111,7 +121,7 @@ class _BearerAuth(requests.auth.AuthBase):
 def pooled_session(pool_size: int) -> requests.Session:
     session = requests.Session()
     # max_retries=0: retries are decided here, where we know what is safe to repeat.
-    adapter = HTTPAdapter(pool_connections=4, pool_maxsize=pool_size, max_retries=0)
+    adapter = DeadlineAdapter(pool_connections=4, pool_maxsize=pool_size, max_retries=0)
     session.mount("https://", adapter)
     session.mount("http://", adapter)
     return session
@@ -179,19 +189,20 @@ class Transport:
         *,
         session: requests.Session,
         clock: Clock,
-        timeout: tuple[float, float],
         policy: RetryPolicy,
         rng: random.Random,
+        user_agent: str | None = None,
     ) -> None:
         self._api_key = api_key
         self._auth = _BearerAuth(api_key)
         self._base_url = base_url
         self._session = session
         self._clock = clock
-        self._timeout = timeout
         self._policy = policy
         self._rng = rng
         self._limiter = EndpointRateLimiter(clock)
+        self._headers = {"User-Agent": user_agent} if user_agent else None
+        self.fence: WriteFence | None = None
 
     def call(
         self,
@@ -222,31 +233,45 @@ class Transport:
         query: Mapping[str, str] | None,
         body: Mapping[str, Any] | None,
     ) -> requests.Response:
-        """Send with throttling and retries; return a 2xx response or raise BasetenAPIError."""
+        """Send with throttling and retries; return a 2xx response or raise BasetenAPIError.
+
+        Raises RateLimited when a wait does not fit in the deadline, and NotLeader (from
+        the fence) when this replica may no longer write or the fence closes mid-wait.
+        """
         url = self._base_url + endpoint.path(path)
+        expires = self._clock.monotonic() + self._policy.deadline
         attempt = 0
         while True:
             attempt += 1
             last_attempt = attempt >= self._policy.max_attempts
-            self._throttle(endpoint)
+            self._throttle(endpoint, expires)
+            if endpoint.method != "GET" and self.fence is not None:
+                self.fence.check(f"{endpoint.method} {endpoint.label}")
+            remaining = expires - self._clock.monotonic()
+            if remaining <= 0:
+                raise self._deadline_exceeded(endpoint)
             started = self._clock.monotonic()
             try:
-                response = self._session.request(
-                    endpoint.method,
-                    url,
-                    params=query,
-                    json=body,
-                    auth=self._auth,
-                    timeout=self._timeout,
-                )
+                with deadline(remaining) as cut:
+                    response = self._session.request(
+                        endpoint.method,
+                        url,
+                        params=query,
+                        json=body,
+                        auth=self._auth,
+                        headers=self._headers,
+                        timeout=(min(self._policy.connect_timeout, remaining), remaining),
+                    )
             except requests.RequestException as exc:
                 self._record(endpoint, "0", started)
+                if cut.expired:
+                    raise self._deadline_exceeded(endpoint) from None
                 # `from None`: the library's exception text may carry request details.
                 error = BasetenAPIError(0, self._connection_message(endpoint, exc))
                 safe_to_repeat = endpoint.idempotent or _failed_before_sending(exc)
                 if last_attempt or not safe_to_repeat:
                     raise error from None
-                self._back_off(endpoint, attempt, error)
+                self._back_off(endpoint, attempt, error, expires)
                 continue
             status = response.status_code
             self._record(endpoint, str(status), started)
@@ -255,23 +280,55 @@ class Transport:
             error = BasetenAPIError(status, self._safe(_server_message(response)))
             if status == 429:
                 error.retry_after = self._retry_after(response)
-                if last_attempt or (error.retry_after or 0) > self._policy.max_rate_limit_wait:
-                    raise error
-                if error.retry_after is None:
-                    self._back_off(endpoint, attempt, error)
-                else:
-                    self._wait(endpoint, attempt, error, error.retry_after)
-                    BASETEN_RATE_LIMIT_WAIT.labels(endpoint=endpoint.label).inc(error.retry_after)
+                self._wait_out_rate_limit(endpoint, attempt, error, expires, last_attempt)
                 continue
             if status >= 500 and endpoint.idempotent and not last_attempt:
-                self._back_off(endpoint, attempt, error)
+                self._back_off(endpoint, attempt, error, expires)
                 continue
             raise error
 
-    def _throttle(self, endpoint: Endpoint) -> None:
-        waited = self._limiter.acquire(endpoint.template, endpoint.limit)
-        if waited > 0:
-            BASETEN_RATE_LIMIT_WAIT.labels(endpoint=endpoint.label).inc(waited)
+    def _wait_out_rate_limit(
+        self,
+        endpoint: Endpoint,
+        attempt: int,
+        error: BasetenAPIError,
+        expires: float,
+        last_attempt: bool,
+    ) -> None:
+        """Sleep what a 429 asks when it fits in the deadline; else raise RateLimited."""
+        delay = (
+            error.retry_after
+            if error.retry_after is not None
+            else self._policy.backoff(attempt, self._rng)
+        )
+        if last_attempt or delay >= expires - self._clock.monotonic():
+            raise RateLimited(f"{endpoint.method} {endpoint.label}", delay, str(error)) from None
+        self._wait(endpoint, attempt, error, delay)
+        BASETEN_RATE_LIMIT_WAIT.labels(endpoint=endpoint.label).inc(delay)
+
+    def _throttle(self, endpoint: Endpoint, expires: float) -> None:
+        """Wait for the endpoint's client-side budget; give up early if it cannot fit."""
+        delay = self._limiter.reserve(endpoint.template, endpoint.limit)
+        if delay <= 0:
+            return
+        what = f"{endpoint.method} {endpoint.label}"
+        if delay >= expires - self._clock.monotonic():
+            raise RateLimited(what, delay, "client-side rate limit")
+        self._sleep(delay, what)
+        BASETEN_RATE_LIMIT_WAIT.labels(endpoint=endpoint.label).inc(delay)
+
+    def _sleep(self, seconds: float, action: str) -> None:
+        if self.fence is not None:
+            self.fence.sleep(seconds, action)
+        else:
+            self._clock.sleep(seconds)
+
+    def _deadline_exceeded(self, endpoint: Endpoint) -> BasetenAPIError:
+        return BasetenAPIError(
+            0,
+            f"timeout on {endpoint.method} {endpoint.label}: no complete answer within "
+            f"the {self._policy.deadline:g}s deadline",
+        )
 
     def _record(self, endpoint: Endpoint, code: str, started: float) -> None:
         elapsed = self._clock.monotonic() - started
@@ -280,8 +337,14 @@ class Transport:
         BASETEN_API_LATENCY.labels(**labels).observe(elapsed)
         log.debug("baseten request", code=code, duration=round(elapsed, 4), **labels)
 
-    def _back_off(self, endpoint: Endpoint, attempt: int, error: BasetenAPIError) -> None:
-        self._wait(endpoint, attempt, error, self._policy.backoff(attempt, self._rng))
+    def _back_off(
+        self, endpoint: Endpoint, attempt: int, error: BasetenAPIError, expires: float
+    ) -> None:
+        """Sleep before a retry; a backoff that would outlast the deadline fails the call."""
+        delay = self._policy.backoff(attempt, self._rng)
+        if delay >= expires - self._clock.monotonic():
+            raise error
+        self._wait(endpoint, attempt, error, delay)
 
     def _wait(self, endpoint: Endpoint, attempt: int, error: BasetenAPIError, delay: float) -> None:
         log.warning(
@@ -292,7 +355,7 @@ class Transport:
             delay=round(delay, 3),
             error=str(error),
         )
-        self._clock.sleep(delay)
+        self._sleep(delay, f"{endpoint.method} {endpoint.label}")
 
     def _retry_after(self, response: requests.Response) -> float | None:
         """The longer of the body's `retry_after` and the `Retry-After` header (seconds or date)."""

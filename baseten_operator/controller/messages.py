@@ -293,8 +293,11 @@ def push_in_progress(ap: str, name: str) -> str:
     return f"{ap}truss push in progress for {name}"
 
 
-def push_timed_out_event(name: str, elapsed: str) -> str:
-    return f"Truss push for '{name}' timed out after {elapsed}, retrying"
+def push_interrupted_event(name: str) -> str:
+    return (
+        f"Truss push for '{name}' is on record but runs nowhere "
+        "(the replica that started it stopped), retrying"
+    )
 
 
 def waiting_for_push_capacity(ap: str, name: str) -> str:

@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from baseten_operator.api.constants import FAILED, PAUSED, EventReason, Mode
 from baseten_operator.api.types import BasetenModelSpec
+from baseten_operator.baseten.errors import RateLimited
 from baseten_operator.controller import messages
 from baseten_operator.controller.context import (
     Dependencies,
@@ -34,7 +35,7 @@ from baseten_operator.controller.model_id import invalidate_model_id, resolve_mo
 from baseten_operator.controller.observe import observe
 from baseten_operator.controller.promotion import promote_source, record_active, steady_message
 from baseten_operator.controller.source import track_source
-from baseten_operator.controller.status import StatusWriter
+from baseten_operator.controller.status import StaleRead, StatusWriter
 from baseten_operator.controller.telemetry import forget_model, record_model
 from baseten_operator.controller.truss_source import resolve_truss_source
 from baseten_operator.runtime.controller import Request, Result, TerminalError
@@ -91,6 +92,8 @@ class BasetenModelReconciler:
         except (ReconcileError, TerminalError):
             writer.commit()
             raise
+        except (RateLimited, StaleRead) as interrupted:
+            result = _interrupted(interrupted)
         finally:
             record_model(request.namespace, request.name, spec.model_name, p.env, writer.status)
         return result
@@ -119,8 +122,27 @@ class BasetenModelReconciler:
             except Requeue as blocked:
                 writer.commit()
                 return Result(requeue_after=blocked.after)
+            except (RateLimited, StaleRead) as interrupted:
+                return _interrupted(interrupted)
         forget_model(meta.get("namespace") or "", meta["name"])
         return Result()
+
+
+# The shortest wait after a rate limit: a retry-after of 0 must still come back.
+_MIN_RATE_LIMIT_WAIT = 0.05
+
+
+def _interrupted(interruption: RateLimited | StaleRead) -> Result:
+    """End a pass cut short without writing more of it.
+
+    Throttled (RateLimited) is not failed: the pass comes back when Baseten said it
+    may. A stale read (StaleRead) comes back rate-limited, once the cache has caught up.
+    Intents already flushed stay on record.
+    """
+    log.info("pass interrupted, coming back later", reason=str(interruption))
+    if isinstance(interruption, RateLimited):
+        return Result(requeue_after=max(interruption.retry_after, _MIN_RATE_LIMIT_WAIT))
+    return Result(requeue=True)
 
 
 def _pause(p: Pass) -> NoReturn:

@@ -3,6 +3,9 @@
 A pass edits `StatusWriter.status` freely; nothing reaches the API server until
 `commit()` at the end of the pass, or `flush()` for the few intents that must be
 persisted before a Baseten call (first failure time, push launch, promotion, delete).
+An intent is written against the resourceVersion the pass read: if the object moved
+on meanwhile, the pass acted on stale data, so `flush()` raises `StaleRead` and the
+irreversible call it precedes is not made.
 A write happens only when the rendered status differs from the last one stored, so a
 pass that changes nothing writes nothing (writes cause watch events, and needless
 ones become hot loops).
@@ -27,6 +30,13 @@ from baseten_operator.runtime.client import Conflict, NotFound
 from baseten_operator.runtime.clock import Clock, rfc3339
 
 log = structlog.get_logger(__name__)
+
+
+class StaleRead(Exception):
+    """The object changed since this pass read it: end the pass, redo it on fresh data."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"{name} changed since this pass read it")
 
 
 class StatusClient(Protocol):
@@ -140,21 +150,28 @@ class StatusWriter:
         self.status.next_retry_time = None
 
     def flush(self) -> None:
-        """Persist now: an intent that must be on record before the Baseten call it precedes."""
-        self.commit()
+        """Persist now: an intent that must be on record before the Baseten call it precedes.
+
+        StaleRead when the stored object has changed since this pass read it.
+        """
+        self._commit(reapply_on_conflict=False)
 
     def commit(self) -> None:
+        """Persist what the pass decided, merged onto the stored object if it moved on."""
+        self._commit(reapply_on_conflict=True)
+
+    def _commit(self, *, reapply_on_conflict: bool) -> None:
         complete = with_conditions(self.status, self.generation, rfc3339(self._clock))
         rendered = to_wire(complete)
         if rendered == self._stored:
             return
-        self._write(rendered)
+        self._write(rendered, reapply_on_conflict)
         self._stored = rendered
         # Later renders compare conditions against what is now stored (not a second render,
         # whose clock may have ticked past a second and moved lastTransitionTime).
         self.status.conditions = complete.conditions
 
-    def _write(self, rendered: dict[str, Any]) -> None:
+    def _write(self, rendered: dict[str, Any], reapply_on_conflict: bool) -> None:
         body = copy.deepcopy(self._obj)
         body["status"] = rendered
         try:
@@ -162,7 +179,9 @@ class StatusWriter:
         except NotFound:
             log.debug("object gone before its status write", name=_name(self._obj))
             return
-        except Conflict:
+        except Conflict as conflict:
+            if not reapply_on_conflict:
+                raise StaleRead(_name(self._obj)) from conflict
             # Our cached copy is stale: re-read and apply just the fields this pass changed.
             self._obj = self._reapply(rendered)
         self.writes += 1

@@ -18,8 +18,6 @@ class Timing:
     # After an environment create or a settings PATCH (applied asynchronously).
     settings_applied: float = 10.0
     push_poll: float = 10.0
-    # A push recorded as running for longer than this died with its process.
-    stale_push: float = 5 * MINUTE
     # Not scaled where it is used (main.py): it bounds a real child process.
     push_timeout: float = 5 * MINUTE
     retry_base: float = 2 * MINUTE

@@ -31,7 +31,6 @@ from baseten_operator.controller.model_id import remember_model_id
 from baseten_operator.controller.push_preflight import push_problem
 from baseten_operator.controller.retries import schedule_next_retry
 from baseten_operator.controller.source import track_source
-from baseten_operator.controller.timing import go_duration
 from baseten_operator.runtime.clock import format_rfc3339, parse_rfc3339
 from baseten_operator.runtime.controller import TerminalError
 from baseten_operator.truss.naming import config_hash, name_for_hash
@@ -185,27 +184,16 @@ def _push(p: Pass, model_id: str | None, ap: str, source: TrussSource) -> NoRetu
         p.set(FAILED, message)
         p.event(EventReason.TRUSS_PUSH_FAILED, message)
         raise TerminalError(message)
-    in_flight = pusher is not None and pusher.in_flight(name)
-    if in_flight and not ours:
-        # Same config in another environment: one push, one name.
+    if pusher is not None and pusher.in_flight(name):
+        # Ours, or the same config in another environment: one push, one name.
         p.set(DEPLOYING, messages.push_in_progress(ap, name))
         raise Requeue(timing.push_poll)
     if ours:
-        started = parse_rfc3339(status.truss_push_time)
-        if started is None:
-            # On record as pushing but with no start time (a status some other tool wrote):
-            # start the stale clock now rather than report "in progress" forever.
-            status.truss_push_time = format_rfc3339(now)
-            started = now
-        elapsed = now - started
-        if elapsed < timing.stale_push or in_flight:
-            p.set(DEPLOYING, messages.push_in_progress(ap, name))
-            raise Requeue(timing.push_poll)
-        # Recorded as pushing, yet no process runs it: the pushing process died.
-        p.event(
-            EventReason.TRUSS_PUSH_FAILED,
-            messages.push_timed_out_event(name, go_duration(timing.nominal(elapsed))),
-        )
+        # On record as pushing, yet no push of that name runs in this process, and the
+        # lookup above found no deployment of that name: the replica that started it
+        # stopped, and its push died with it (push_child.die_with_parent). Push again
+        # now rather than wait for a timeout.
+        p.event(EventReason.TRUSS_PUSH_FAILED, messages.push_interrupted_event(name))
 
     # The backoff below belongs to this name's failed pushes: a new name starts afresh.
     track_source(p, name)

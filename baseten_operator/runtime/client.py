@@ -9,6 +9,7 @@ Errors become typed `ApiError` subclasses built from the server's `Status` body.
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import os
 import threading
@@ -21,6 +22,8 @@ import structlog
 import urllib3
 from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
+
+from baseten_operator.runtime.fence import WriteFence
 
 log = structlog.get_logger(__name__)
 
@@ -263,10 +266,29 @@ class WatchStream(Iterator[dict[str, Any]]):
 
 class KubeClient:
     def __init__(
-        self, api_client: k8s_client.ApiClient, *, request_timeout: float = DEFAULT_REQUEST_TIMEOUT
+        self,
+        api_client: k8s_client.ApiClient,
+        *,
+        request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+        fence: WriteFence | None = None,
     ) -> None:
         self.api_client = api_client
         self.request_timeout = request_timeout
+        self._fence = fence
+
+    def fenced(self, fence: WriteFence) -> KubeClient:
+        """This client, sharing its connections, with every write passing `fence` first."""
+        return KubeClient(self.api_client, request_timeout=self.request_timeout, fence=fence)
+
+    def without_connect_retries(self) -> KubeClient:
+        """A client whose requests end at their timeout: no connection retry after it.
+
+        For calls bounded by a deadline (Lease renewals), where urllib3 retrying a
+        connection would give each attempt a fresh timeout.
+        """
+        configuration = copy.copy(self.api_client.configuration)
+        configuration.retries = urllib3.Retry(total=0, redirect=0, raise_on_status=False)
+        return KubeClient(k8s_client.ApiClient(configuration), request_timeout=self.request_timeout)
 
     # -- construction -------------------------------------------------------------------
 
@@ -305,8 +327,15 @@ class KubeClient:
 
     # -- reads --------------------------------------------------------------------------
 
-    def get(self, res: Resource, name: str, namespace: str | None = None) -> dict[str, Any]:
-        return self._json("GET", res.path(namespace, name))
+    def get(
+        self,
+        res: Resource,
+        name: str,
+        namespace: str | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> dict[str, Any]:
+        return self._json("GET", res.path(namespace, name), timeout=timeout)
 
     def list(
         self,
@@ -369,14 +398,24 @@ class KubeClient:
         namespace: str | None = None,
         *,
         dry_run: bool = False,
+        timeout: float | None = None,
     ) -> dict[str, Any]:
         namespace = namespace or (body.get("metadata") or {}).get("namespace")
         return self._json(
-            "POST", res.path(namespace), body=body, query=_query(dryRun="All" if dry_run else None)
+            "POST",
+            res.path(namespace),
+            body=body,
+            query=_query(dryRun="All" if dry_run else None),
+            timeout=timeout,
         )
 
     def update(
-        self, res: Resource, body: dict[str, Any], *, dry_run: bool = False
+        self,
+        res: Resource,
+        body: dict[str, Any],
+        *,
+        dry_run: bool = False,
+        timeout: float | None = None,
     ) -> dict[str, Any]:
         meta = body["metadata"]
         return self._json(
@@ -384,6 +423,7 @@ class KubeClient:
             res.path(meta.get("namespace"), meta["name"]),
             body=body,
             query=_query(dryRun="All" if dry_run else None),
+            timeout=timeout,
         )
 
     def update_status(self, res: Resource, body: dict[str, Any]) -> dict[str, Any]:
@@ -442,14 +482,18 @@ class KubeClient:
         query: QueryParams | None = None,
         body: Any = None,
         content_type: str = "application/json",
+        timeout: float | None = None,
     ) -> Any:
+        """One request; `timeout` (default `request_timeout`) bounds it as a whole."""
+        if method != "GET" and self._fence is not None:
+            self._fence.check(f"{method} {path}")
         response = self._send(
             method,
             path,
             query=query,
             body=body,
             content_type=content_type,
-            timeout=self.request_timeout,
+            timeout=self.request_timeout if timeout is None else timeout,
         )
         try:
             data = response.data

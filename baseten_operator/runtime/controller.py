@@ -5,6 +5,8 @@ The shape and the outcome rules are controller-runtime's:
   (forget, then look again in `s` seconds) or `Result(requeue=True)` (rate-limited);
 - an `Exception` requeues the key with the rate limiter's backoff;
 - a `TerminalError` is not retried: the object has to change first;
+- a `NotLeader` (the write fence refused a write) ends the pass and is not requeued
+  here: the replica that leads now owns the object;
 - anything else that escapes a pass (a `BaseException` that is not an `Exception`,
   e.g. a stray `sys.exit()` in reconcile code) is counted as a panic, requeued like
   an error, and never takes the worker thread down.
@@ -24,6 +26,7 @@ import structlog
 
 from baseten_operator.runtime import metrics
 from baseten_operator.runtime.clock import Clock, RealClock
+from baseten_operator.runtime.fence import NotLeader
 from baseten_operator.runtime.logging import bound_context
 from baseten_operator.runtime.workqueue import RateLimitingQueue
 
@@ -176,6 +179,10 @@ class Controller:
         )
         self._sources.append(informer)
 
+    def longest_running_pass(self) -> float:
+        """Seconds the oldest pass in flight has been running (0 when idle)."""
+        return max(self._queue.processing_ages(), default=0.0)
+
     def enqueue(self, request: Request, after: float = 0) -> None:
         self._queue.add_after(request, after)
 
@@ -245,6 +252,9 @@ class Controller:
     def _run_pass(self, request: Request) -> None:
         try:
             result = self._reconciler.reconcile(request)
+        except NotLeader as refused:
+            self._queue.forget(request)
+            _log.warning("write refused, pass abandoned to the leader", reason=refused.reason)
         except TerminalError as error:
             self._queue.forget(request)
             self._count_error()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import random
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import structlog
@@ -65,6 +66,21 @@ class Backoff:
 
     def reset(self) -> None:
         self._current = self._initial
+
+
+# A watch that stayed up this long was working, even if it delivered nothing.
+HEALTHY_WATCH_SECONDS = 1.0
+
+
+@dataclass
+class _WatchProgress:
+    """What one watch attempt achieved: a healthy one resets the reconnect backoff."""
+
+    started: float
+    events: int = 0
+
+    def healthy(self, now: float) -> bool:
+        return self.events > 0 or now - self.started >= HEALTHY_WATCH_SECONDS
 
 
 class Store:
@@ -254,12 +270,14 @@ class Informer:
         backoff = Backoff()
         need_list = True
         while not self._stopped.is_set():
+            watch = _WatchProgress(self._clock.monotonic())
             try:
                 if need_list:
                     self._list_and_replace()
                     need_list = False
                     backoff.reset()
-                if self._watch_once():
+                self._watch_once(watch)
+                if watch.healthy(self._clock.monotonic()):
                     backoff.reset()
                     continue
                 # A watch that ended at once with nothing to say: do not spin on it.
@@ -273,6 +291,10 @@ class Informer:
                 if self._stopped.is_set():
                     return
                 self._log.warning("list/watch failed", error=str(exc), relist=need_list)
+                if watch.healthy(self._clock.monotonic()):
+                    # It broke after working: a flaky network or an API server restart is
+                    # no reason to stretch every reconnect towards the cap.
+                    backoff.reset()
                 if isinstance(exc, TooManyRequests) and exc.retry_after:
                     self._wait(max(exc.retry_after, backoff.next_delay()))
                     continue
@@ -320,10 +342,9 @@ class Informer:
                 elif _resource_version(previous) != _resource_version(obj):
                     self._dispatch_update(previous, obj)
 
-    def _watch_once(self) -> bool:
-        """Run one watch to its end; True if it was worth it (events or full duration)."""
+    def _watch_once(self, progress: _WatchProgress) -> None:
+        """Run one watch to its end, counting into `progress` what it delivered."""
         timeout = int(self.watch_timeout * random.uniform(1.0, 2.0))
-        started = self._clock.monotonic()
         stream = self.client.watch(
             self.resource,
             self.namespace,
@@ -336,10 +357,10 @@ class Informer:
             self._current_watch = stream
         try:
             if self._stopped.is_set():
-                return True
-            received = 0
+                progress.events += 1  # stopping: nothing to back off from
+                return
             for event in stream:
-                received += 1
+                progress.events += 1
                 self._apply(event)
                 if self._stopped.is_set():
                     break
@@ -347,7 +368,6 @@ class Informer:
             with self._watch_lock:
                 self._current_watch = None
             stream.close()
-        return received > 0 or self._clock.monotonic() - started >= 1.0
 
     def _apply(self, event: dict[str, Any]) -> None:
         kind = event.get("type")

@@ -6,6 +6,14 @@ not changed for `leaseDurationSeconds` as measured on the candidate's own clock
 if it cannot renew within the renew deadline it has lost leadership. Every write is
 an update carrying the resourceVersion read just before, so two candidates racing
 for the same Lease cannot both win: the loser gets a Conflict.
+
+Stricter than client-go where client-go is loose, because a deposed leader that goes
+on writing can roll production back:
+- the renew deadline runs from the start of the last renewal that succeeded, not from
+  the start of each attempt (a replica frozen past its deadline is lost on waking);
+- every Lease request is bounded by the time left before that deadline;
+- seeing another holder while leading ends leadership at once;
+- `refusal()` is the proof the write fence asks before every write.
 """
 
 from __future__ import annotations
@@ -111,6 +119,9 @@ class LeaderElector:
         self._observed_lease: dict[str, Any] | None = None
         self._reported_leader: str | None = None
         self._leading = False
+        # Monotonic start of the last acquire or renew that succeeded.
+        self._renewed_at = 0.0
+        self._usurped_by: str | None = None
         self._stopped = threading.Event()
         self._wake = threading.Condition()
         self._thread: threading.Thread | None = None
@@ -153,6 +164,24 @@ class LeaderElector:
         """The holder this candidate last observed."""
         return self._reported_leader
 
+    def refusal(self) -> str | None:
+        """None while this replica can prove it leads; otherwise why it cannot.
+
+        The write fence's proof: a renewal that succeeded less than the renew deadline
+        ago, and no other holder seen since.
+        """
+        if not self._leading:
+            return "this replica is not the leader"
+        if self._usurped_by is not None:
+            return f"the lease is held by {self._usurped_by}"
+        age = self._clock.monotonic() - self._renewed_at
+        if age >= self.renew_deadline:
+            return (
+                f"the lease was last renewed {age:.1f}s ago "
+                f"(renew deadline {self.renew_deadline:g}s)"
+            )
+        return None
+
     def healthy(self, tolerance: float = 0.0) -> bool:
         """False for a leader whose Lease has not been renewed for longer than it lasts."""
         if not self._leading:
@@ -162,8 +191,13 @@ class LeaderElector:
 
     # -- the protocol -------------------------------------------------------------------
 
-    def try_acquire_or_renew(self) -> bool:
-        """One attempt to take or keep the Lease; False if someone else holds it."""
+    def try_acquire_or_renew(self, deadline: float | None = None) -> bool:
+        """One attempt to take or keep the Lease; False if someone else holds it.
+
+        `deadline` (monotonic) bounds every request of the attempt: past it, nothing is
+        sent and the attempt fails.
+        """
+        started = self._clock.monotonic()
         now = self._clock.now()
         desired = LeaderElectionRecord(
             holder_identity=self.identity,
@@ -172,10 +206,13 @@ class LeaderElector:
             renew_time=lease_time(now),
             lease_transitions=0,
         )
+        timeout = self._time_left(deadline)
+        if timeout is not None and timeout <= 0:
+            return False
         try:
-            lease = self.client.get(LEASES, self.name, self.namespace)
+            lease = self.client.get(LEASES, self.name, self.namespace, timeout=timeout)
         except NotFound:
-            return self._create(desired)
+            return self._succeeded(started, self._create(desired, deadline))
         except ApiError as exc:
             self._log.warning("cannot read the lease", error=str(exc))
             return False
@@ -183,6 +220,10 @@ class LeaderElector:
         current = LeaderElectionRecord.from_lease(lease)
         self._observe(current, lease)
         if current.holder_identity and current.holder_identity != self.identity:
+            if self._leading:
+                # Someone else took it: whatever our clock says, we no longer lead.
+                self._usurped_by = current.holder_identity
+                return False
             expires = self._observed_time + current.lease_duration_seconds
             if self._clock.monotonic() < expires:
                 return False
@@ -194,7 +235,15 @@ class LeaderElector:
             )
         else:
             desired = replace(desired, lease_transitions=current.lease_transitions + 1)
-        return self._write(lease, desired)
+        return self._succeeded(started, self._write(lease, desired, deadline))
+
+    def _succeeded(self, started: float, written: bool) -> bool:
+        if written:
+            self._renewed_at = started
+        return written
+
+    def _time_left(self, deadline: float | None) -> float | None:
+        return None if deadline is None else deadline - self._clock.monotonic()
 
     def release(self) -> bool:
         """Give the Lease up so another candidate can take it without waiting it out."""
@@ -215,15 +264,18 @@ class LeaderElector:
             return True
         return False
 
-    def _create(self, desired: LeaderElectionRecord) -> bool:
+    def _create(self, desired: LeaderElectionRecord, deadline: float | None = None) -> bool:
         body = {
             "apiVersion": LEASES.api_version,
             "kind": LEASES.kind,
             "metadata": {"name": self.name, "namespace": self.namespace},
             "spec": desired.to_spec(),
         }
+        timeout = self._time_left(deadline)
+        if timeout is not None and timeout <= 0:
+            return False
         try:
-            created = self.client.create(LEASES, body, self.namespace)
+            created = self.client.create(LEASES, body, self.namespace, timeout=timeout)
         except AlreadyExists:
             return False
         except ApiError as exc:
@@ -232,11 +284,16 @@ class LeaderElector:
         self._observe(desired, created)
         return True
 
-    def _write(self, lease: dict[str, Any], record: LeaderElectionRecord) -> bool:
+    def _write(
+        self, lease: dict[str, Any], record: LeaderElectionRecord, deadline: float | None = None
+    ) -> bool:
+        timeout = self._time_left(deadline)
+        if timeout is not None and timeout <= 0:
+            return False
         body = copy.deepcopy(lease)
         body["spec"] = record.to_spec()
         try:
-            written = self.client.update(LEASES, body)
+            written = self.client.update(LEASES, body, timeout=timeout)
         except Conflict:
             return False  # another candidate wrote first
         except ApiError as exc:
@@ -271,14 +328,22 @@ class LeaderElector:
 
     def _renew_until_lost_or_stopped(self) -> None:
         while not self._stopped.is_set():
-            deadline = self._clock.monotonic() + self.renew_deadline
-            while not self.try_acquire_or_renew():
-                if self._stopped.is_set():
-                    return
-                if self._clock.monotonic() + self.retry_period > deadline:
-                    self._log.error("failed to renew the lease in time: leadership lost")
-                    return
+            # The deadline runs from the last renewal that succeeded: a replica that was
+            # frozen (SIGSTOP, a long GC pause) past it wakes up already deposed.
+            deadline = self._renewed_at + self.renew_deadline
+            if self.try_acquire_or_renew(deadline):
                 self._wait(self.retry_period)
+                continue
+            if self._stopped.is_set():
+                return
+            if self._usurped_by is not None:
+                self._log.error(
+                    "another replica holds the lease: leadership lost", leader=self._usurped_by
+                )
+                return
+            if self._clock.monotonic() + self.retry_period >= deadline:
+                self._log.error("failed to renew the lease in time: leadership lost")
+                return
             self._wait(self.retry_period)
 
     def _wait(self, seconds: float) -> None:

@@ -5,6 +5,10 @@ Only the leader runs controllers and leader-only runnables. A clean stop (SIGTER
 stops taking work, drains in-flight passes within `shutdown_timeout`, releases the
 Lease and exits 0; a replica that loses its Lease stops its controllers at once and
 exits 1, because two replicas acting at the same time is worse than a restart.
+
+The manager owns the write fence (fence.py): whatever the components write passes it,
+and it closes the moment the Lease is lost or a shutdown starts, so a pass still in
+flight stops at its next write and every wait in a write path wakes up.
 """
 
 from __future__ import annotations
@@ -23,7 +27,8 @@ import structlog
 
 from baseten_operator.runtime.client import KubeClient, Resource
 from baseten_operator.runtime.clock import Clock, RealClock
-from baseten_operator.runtime.health import HealthServer
+from baseten_operator.runtime.fence import WriteFence
+from baseten_operator.runtime.health import Check, HealthServer
 from baseten_operator.runtime.informer import Informer
 from baseten_operator.runtime.leaderelection import LeaderElector
 from baseten_operator.runtime.metrics import MetricsServer
@@ -34,6 +39,8 @@ EXIT_OK = 0
 EXIT_LOST_LEASE = 1
 # A leader whose Lease went unrenewed this long past its duration reports unready.
 LEADER_HEALTH_TOLERANCE = 20.0
+# How often `wait` looks whether a replica that lost its Lease is taking too long to stop.
+_WAIT_POLL_SECONDS = 0.05
 
 
 class Runnable(Protocol):
@@ -91,15 +98,22 @@ class Manager:
         *,
         clock: Clock | None = None,
         identity: str | None = None,
+        lease_client: KubeClient | None = None,
     ) -> None:
         """`clock` times the Kubernetes-facing waits (backoff, lease renewals) and the drain.
 
         Leave it None outside tests: Kubernetes time is real, never scaled by --time-scale.
+        `lease_client` (default `client`) serves the Lease: give it one without connection
+        retries, so that a renewal ends at its deadline.
         """
         self.client = client
         self.options = options
         self.identity = identity or default_identity()
         self._clock: Clock = clock or RealClock()
+        self._lease_client = lease_client or client
+        self.fence = WriteFence(self._leadership_refusal, clock=self._clock)
+        self._liveness_checks: dict[str, Check] = {}
+        self._lease_lost = threading.Event()
         self._lock = threading.RLock()
         self._informers: dict[tuple[Resource, str | None], Informer] = {}
         self._controllers: list[Runnable] = []
@@ -136,6 +150,13 @@ class Manager:
             if self._leading:
                 controller.start()
 
+    def add_liveness_check(self, name: str, check: Check) -> None:
+        """A check of /healthz: failing it tells the kubelet to restart the pod."""
+        with self._lock:
+            self._liveness_checks[name] = check
+            if self._health_server is not None:
+                self._health_server.add_liveness_check(name, check)
+
     def add_runnable(
         self, start: Callable[[], None], stop: Callable[[], None], *, leader_only: bool = True
     ) -> None:
@@ -161,7 +182,7 @@ class Manager:
                     runnable.start()
         if self.options.leader_elect:
             self._elector = LeaderElector(
-                self.client,
+                self._lease_client,
                 name=self.options.leader_election_id,
                 namespace=lease_namespace(self.options.leader_election_namespace),
                 identity=self.identity,
@@ -177,13 +198,26 @@ class Manager:
             self._on_started_leading()
         self._log.info("manager started", leader_elect=self.options.leader_elect)
 
-    def wait(self) -> int:
-        self._done.wait()
+    def wait(self, *, lost_lease_grace: float | None = None) -> int:
+        """Block until the manager stopped; return its exit code.
+
+        With `lost_lease_grace`, a replica that lost its Lease returns EXIT_LOST_LEASE at
+        most that many (real) seconds later even if a component is still stopping: the
+        process must not linger as a deposed leader.
+        """
+        if lost_lease_grace is None:
+            self._done.wait()
+            return self._exit_code
+        while not self._done.wait(_WAIT_POLL_SECONDS):
+            if self._lease_lost.is_set():
+                if not self._done.wait(lost_lease_grace):
+                    self._log.error("still stopping after losing the lease: exiting anyway")
+                return EXIT_LOST_LEASE
         return self._exit_code
 
-    def run(self) -> int:
+    def run(self, *, lost_lease_grace: float | None = None) -> int:
         self.start()
-        return self.wait()
+        return self.wait(lost_lease_grace=lost_lease_grace)
 
     def stop(self) -> None:
         """Stop taking work, drain within `shutdown_timeout`, release the Lease; exit 0."""
@@ -206,6 +240,13 @@ class Manager:
             informers = list(self._informers.values())
         return all(informer.has_synced() for informer in informers)
 
+    def _leadership_refusal(self) -> str | None:
+        """The fence's proof: why this replica may not write now, or None."""
+        if not self.options.leader_elect:
+            return None
+        elector = self._elector
+        return "leader election has not started" if elector is None else elector.refusal()
+
     def leader_election_healthy(self) -> bool:
         elector = self._elector
         return elector is None or elector.healthy(LEADER_HEALTH_TOLERANCE)
@@ -227,6 +268,8 @@ class Manager:
     def _on_stopped_leading(self) -> None:
         if self._stopping.is_set():
             return  # our own clean release
+        self.fence.close("leadership lost")
+        self._lease_lost.set()
         self._log.error("leader election lost: stopping controllers and exiting")
         self._shutdown(EXIT_LOST_LEASE, 0.0)
 
@@ -243,6 +286,8 @@ class Manager:
         if not first:
             self._done.wait()
             return
+        # In-flight passes stop at their next write; waits in write paths wake up.
+        self.fence.close("shutting down")
         if self._health_server is not None:
             self._health_server.set_shutting_down()
         try:
@@ -311,6 +356,7 @@ class Manager:
                 "informers-synced": self.informers_synced,
                 "leader-election": self.leader_election_healthy,
             },
+            liveness_checks=self._liveness_checks,
         )
         self._health_server.start()
 

@@ -14,7 +14,9 @@ Protocol with the parent (baseten_operator.truss.pusher):
 
 from __future__ import annotations
 
+import ctypes
 import os
+import signal
 import sys
 import tempfile
 import warnings
@@ -38,6 +40,8 @@ class ChildRequest(BaseModel):
     deployment_name: str
     truss_config: dict[str, object]
     setup_script: str = ""
+    # The operator process: the push dies with it (see die_with_parent).
+    parent_pid: int | None = None
 
 
 class ChildResult(BaseModel):
@@ -103,6 +107,26 @@ def push(request: ChildRequest, api_key: str) -> ChildResult:
         )
 
 
+# linux/prctl.h
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """Have the kernel kill this push when the operator process that launched it dies.
+
+    A push must never outlive its replica: the next leader re-checks a push left on
+    record at once and may push the same deployment name again, and two pushes of one
+    name make two deployments. Linux only; elsewhere the push merely runs to its end.
+    """
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent_pid:
+        os._exit(1)  # the parent died before the death signal was armed
+
+
 def main() -> int:
     # Keep the real stdout for the result; whatever truss prints goes to stderr.
     result_stream = os.fdopen(os.dup(sys.stdout.fileno()), "w", encoding="utf-8")
@@ -113,7 +137,10 @@ def main() -> int:
 
     api_key = os.environ.pop(API_KEY_ENV, "")
     try:
-        result = push(ChildRequest.model_validate_json(sys.stdin.read()), api_key)
+        request = ChildRequest.model_validate_json(sys.stdin.read())
+        if request.parent_pid is not None:
+            die_with_parent(request.parent_pid)
+        result = push(request, api_key)
     except Exception as exc:  # every failure becomes a one-line outcome for the parent
         result = ChildResult(succeeded=False, error=describe_exception(exc, api_key))
     with result_stream:

@@ -25,6 +25,7 @@ from pydantic import ValidationError
 
 from baseten_operator.runtime import metrics
 from baseten_operator.runtime.clock import Clock, RealClock
+from baseten_operator.runtime.fence import WriteFence
 from baseten_operator.truss.naming import truss_config_dict
 from baseten_operator.truss.push_child import (
     API_KEY_ENV,
@@ -95,6 +96,7 @@ class TrussPusher:
         on_done: Callable[[PushOutcome], None] | None = None,
         clock: Clock | None = None,
         child_argv: Sequence[str] = DEFAULT_CHILD_ARGV,
+        fence: WriteFence | None = None,
     ) -> None:
         if max_concurrent < 1:
             raise ValueError("max_concurrent must be at least 1")
@@ -105,6 +107,7 @@ class TrussPusher:
         self._on_done = on_done
         self._clock: Clock = clock or RealClock()
         self._child_argv = list(child_argv)
+        self._fence = fence
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
         self._running: dict[str, _Push] = {}
@@ -133,8 +136,11 @@ class TrussPusher:
         """Start `req` in the background; False when there is no capacity for it.
 
         A push for a key or a deployment name already in flight is refused as well (False):
-        two pushes of one name would create two deployments.
+        two pushes of one name would create two deployments. A replica that may no longer
+        write (the fence) raises NotLeader instead of launching.
         """
+        if self._fence is not None:
+            self._fence.check(f"truss push of {req.deployment_name}")
         with self._lock:
             if self._stopped or len(self._running) >= self._max_concurrent:
                 return False
@@ -236,6 +242,7 @@ class TrussPusher:
             # A pydantic TrussConfig is accepted too (as everywhere in this package).
             truss_config=dict(truss_config_dict(req.truss_config)),
             setup_script=req.setup_script,
+            parent_pid=os.getpid(),
         )
         process = subprocess.Popen(
             self._child_argv,

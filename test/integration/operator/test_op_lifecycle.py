@@ -108,9 +108,10 @@ def test_delete_with_guardrails_blocks_then_deletes_once_drained(
     # Drain the environment in Baseten: no minimum, and the deployment scales to zero.
     harness.sim.ui_update_environment(model["id"], "production", {"min_replica": 0})
     harness.wait_gone(namespace, "guarded", timeout=20.0)
-    assert harness.event_messages(namespace, "guarded", "ModelDeleted") == [
-        f"Deleted Baseten model {model['id']}"
-    ]
+    # Events are written asynchronously: the object may be gone before its last Event.
+    deleted = harness.wait_event(namespace, "guarded", "ModelDeleted")
+    assert deleted == f"Deleted Baseten model {model['id']}"
+    assert len(harness.event_messages(namespace, "guarded", "ModelDeleted")) == 1
     assert harness.sim.engine.find_model_id("guarded") is None
     assert len(harness.event_messages(namespace, "guarded", "ModelDeleteBlocked")) == 1
 

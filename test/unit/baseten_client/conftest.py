@@ -40,7 +40,8 @@ def clock() -> SleepRecordingClock:
 
 @pytest.fixture
 def client(clock: SleepRecordingClock) -> BasetenClient:
-    return BasetenClient(API_KEY, BASE, clock=clock, timeout=5, rng=random.Random(7))
+    # A deadline long enough for every wait these tests script (a 37 s Retry-After).
+    return BasetenClient(API_KEY, BASE, clock=clock, timeout=60, rng=random.Random(7))
 
 
 @pytest.fixture

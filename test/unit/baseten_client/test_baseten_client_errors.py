@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -11,9 +12,12 @@ import requests
 import responses
 import structlog
 import urllib3.exceptions
+from polling import wait_for
 
 from baseten_operator.baseten.client import BasetenClient
-from baseten_operator.baseten.errors import BasetenAPIError
+from baseten_operator.baseten.errors import BasetenAPIError, RateLimited
+from baseten_operator.runtime.clock import FakeClock
+from baseten_operator.runtime.fence import NotLeader, WriteFence
 
 ACTIVATE_TEMPLATE = "/v1/models/{model_id}/deployments/{deployment_id}/activate"
 
@@ -141,7 +145,7 @@ def test_429_without_a_hint_backs_off(
     assert len(clock.sleeps) == 1 and 0.25 <= clock.sleeps[0] <= 0.5
 
 
-def test_429_exhausted_raises_with_retry_after(
+def test_429_exhausted_raises_rate_limited_with_retry_after(
     client: BasetenClient, rsps: responses.RequestsMock, base_url: str, clock: Any
 ) -> None:
     rsps.get(
@@ -149,22 +153,47 @@ def test_429_exhausted_raises_with_retry_after(
         status=429,
         json={"error": "Rate limit exceeded. Please try again later.", "retry_after": 2},
     )
-    with pytest.raises(BasetenAPIError) as caught:
+    with pytest.raises(RateLimited) as caught:
         client.list_models()
-    assert caught.value.is_rate_limited
     assert caught.value.retry_after == 2
-    assert str(caught.value) == "HTTP 429: Rate limit exceeded. Please try again later."
+    assert "Rate limit exceeded" in str(caught.value)
     assert len(rsps.calls) == 4  # bounded
     assert clock.sleeps == [2, 2, 2]
 
 
-def test_429_asking_for_too_long_a_wait_is_raised_at_once(
+def test_429_asking_for_a_wait_past_the_deadline_is_raised_at_once(
     client: BasetenClient, rsps: responses.RequestsMock, base_url: str, clock: Any
 ) -> None:
+    # The deadline is 60 s: a worker never sleeps out an hour; the pass comes back later.
     rsps.get(f"{base_url}/models", status=429, json={"retry_after": 3600})
-    with pytest.raises(BasetenAPIError) as caught:
+    with pytest.raises(RateLimited) as caught:
         client.list_models()
     assert caught.value.retry_after == 3600
+    assert clock.sleeps == []
+    assert len(rsps.calls) == 1
+
+
+def test_429_waits_only_what_is_left_of_the_deadline(
+    client: BasetenClient, rsps: responses.RequestsMock, base_url: str, clock: Any
+) -> None:
+    url = f"{base_url}/models"
+    rsps.get(url, status=429, json={"retry_after": 40})
+    rsps.get(url, status=429, json={"retry_after": 40})
+    with pytest.raises(RateLimited) as caught:
+        client.list_models()
+    # 40 s fitted in the 60 s deadline once; the second 40 s did not.
+    assert clock.sleeps == [40]
+    assert caught.value.retry_after == 40
+
+
+def test_a_backoff_that_would_outlast_the_deadline_fails_the_call(
+    base_url: str, clock: Any, rsps: responses.RequestsMock
+) -> None:
+    client = BasetenClient("k", base_url, clock=clock, timeout=1.0, backoff_base=2.0)
+    rsps.get(f"{base_url}/models", status=503, json={"error": "unavailable"})
+    with pytest.raises(BasetenAPIError) as caught:
+        client.list_models()
+    assert caught.value.status_code == 503
     assert clock.sleeps == []
     assert len(rsps.calls) == 1
 
@@ -426,3 +455,55 @@ class TestTheKeyNeverLeaks:
     def test_in_reprs(self, client: BasetenClient, api_key: str) -> None:
         transport = client._transport
         self.assert_hidden(api_key, repr(client), repr(vars(client)), repr(vars(transport)))
+
+
+# --- the write fence ---------------------------------------------------------------------
+
+
+def test_a_fenced_client_refuses_writes_before_sending_them(
+    client: BasetenClient, rsps: responses.RequestsMock, base_url: str
+) -> None:
+    refusal: list[str | None] = [None]
+    client.fence_writes(WriteFence(lambda: refusal[0]))
+    rsps.get(f"{base_url}/models", json={"models": []})
+    refusal[0] = "the lease is held by replica-b"
+    assert client.list_models() == []  # reads go on: the cache and checks stay warm
+    with pytest.raises(NotLeader, match="replica-b"):
+        client.promote("m1", "production", "dep1")
+    with pytest.raises(NotLeader):
+        client.delete_model("m1")
+    assert len(rsps.calls) == 1  # nothing but the GET left the process
+
+
+def test_losing_the_lease_interrupts_a_retry_wait(
+    base_url: str, rsps: responses.RequestsMock
+) -> None:
+    clock = FakeClock()  # time never moves on its own: only the fence can end the wait
+    client = BasetenClient("k", base_url, clock=clock, timeout=600)
+    fence = WriteFence(clock=clock)
+    client.fence_writes(fence)
+    rsps.get(f"{base_url}/models", status=429, json={"retry_after": 300})
+    outcome: list[BaseException] = []
+
+    def call() -> None:
+        try:
+            client.list_models()
+        except NotLeader as refused:
+            outcome.append(refused)
+
+    thread = threading.Thread(target=call)
+    thread.start()
+    wait_for(lambda: len(rsps.calls) == 1)
+    fence.close("leadership lost")
+    thread.join(5)
+    assert not thread.is_alive()
+    assert len(outcome) == 1 and outcome[0].reason == "leadership lost"
+
+
+def test_every_request_names_the_replica_in_its_user_agent(
+    base_url: str, clock: Any, rsps: responses.RequestsMock
+) -> None:
+    client = BasetenClient("k", base_url, clock=clock, user_agent="baseten-operator/0.1.0 (pod-a)")
+    rsps.get(f"{base_url}/models", json={"models": []})
+    client.list_models()
+    assert rsps.calls[0].request.headers["User-Agent"] == "baseten-operator/0.1.0 (pod-a)"

@@ -45,8 +45,8 @@ def test_every_request_carries_bearer_auth(
         match=[matchers.header_matcher({"Authorization": f"Bearer {api_key}"})],
     )
     assert client.list_models() == []
-    # (connect, read) timeouts on every request.
-    assert sent(rsps).req_kwargs["timeout"] == (5, 5)
+    # (connect, read) timeouts on every request, read bounded by the call's deadline.
+    assert sent(rsps).req_kwargs["timeout"] == (10.0, 60.0)
 
 
 def test_list_models_parses_and_ignores_unknown_fields(

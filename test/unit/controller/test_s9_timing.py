@@ -12,7 +12,7 @@ from baseten_operator.controller.timing import Timing, go_duration
 def test_defaults() -> None:
     t = Timing()
     assert (t.steady, t.poll, t.settings_applied, t.push_poll) == (300, 30, 10, 10)
-    assert (t.stale_push, t.push_timeout) == (300, 300)
+    assert t.push_timeout == 300
     assert (t.retry_base, t.retry_cap, t.retry_jitter, t.retry_deadline) == (120, 1800, 0.5, 7200)
     assert (t.delete_blocked, t.observe, t.recreation_blocked, t.model_id_invalidated) == (
         30,

@@ -9,6 +9,7 @@ import structlog
 
 from baseten_operator.runtime.clock import FakeClock
 from baseten_operator.runtime.controller import Controller, Request, Result, TerminalError
+from baseten_operator.runtime.fence import NotLeader
 
 WaitUntil = Callable[..., None]
 Sample = Callable[..., float]
@@ -409,3 +410,46 @@ def test_an_update_filter_drops_updates_it_refuses(
         wait_until(lambda: reconciler.count("ns1/a") == 2)
     finally:
         controller.stop(drain_timeout=0)
+
+
+def test_a_write_refused_by_the_fence_ends_the_pass_without_requeue_or_error(
+    make_controller: Any,
+    clock: FakeClock,
+    wait_until: WaitUntil,
+    sample: Sample,
+    unique_name: str,
+) -> None:
+    refused = NotLeader("PUT status", "the lease is held by replica-b")
+    reconciler = ScriptedReconciler({"ns/a": [refused]})
+    controller, _ = make_controller(reconciler)
+    controller.start()
+    controller.enqueue(Request("ns", "a"))
+    wait_until(lambda: reconciler.count("ns/a") == 1)
+    clock.advance(2000)  # beyond any backoff: the leader owns the object now
+    _marker_processed(controller, reconciler, wait_until)
+    assert reconciler.count("ns/a") == 1
+    assert controller.queue.num_requeues(Request("ns", "a")) == 0
+    assert sample("controller_runtime_reconcile_errors_total", controller=unique_name) == 0
+
+
+def test_longest_running_pass_reports_a_stuck_worker(
+    make_controller: Any, clock: FakeClock, wait_until: WaitUntil
+) -> None:
+    release = threading.Event()
+
+    class Stuck(ScriptedReconciler):
+        def reconcile(self, request: Request) -> Result:
+            super().reconcile(request)
+            release.wait(10)
+            return Result()
+
+    reconciler = Stuck()
+    controller, _ = make_controller(reconciler)
+    assert controller.longest_running_pass() == 0.0
+    controller.start()
+    controller.enqueue(Request("ns", "slow"))
+    wait_until(lambda: reconciler.count("ns/slow") == 1)
+    clock.advance(61)
+    assert controller.longest_running_pass() == 61
+    release.set()
+    wait_until(lambda: controller.longest_running_pass() == 0.0)

@@ -109,14 +109,24 @@ class FakeLeaseClient:
         self._rv = 0
         self._lock = threading.Lock()
         self.fail: Callable[[str], Exception | None] = lambda verb: None
+        # The timeout of each request, in order: renewals must be bounded by the deadline.
+        self.timeouts: list[float | None] = []
 
     def _bump(self, obj: dict[str, Any]) -> dict[str, Any]:
         self._rv += 1
         obj["metadata"]["resourceVersion"] = str(self._rv)
         return copy.deepcopy(obj)
 
-    def get(self, res: Resource, name: str, namespace: str | None = None) -> dict[str, Any]:
+    def get(
+        self,
+        res: Resource,
+        name: str,
+        namespace: str | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> dict[str, Any]:
         with self._lock:
+            self.timeouts.append(timeout)
             error = self.fail("get")
             if error:
                 raise error
@@ -125,8 +135,16 @@ class FakeLeaseClient:
                 raise NotFound(404, "NotFound", name)
             return copy.deepcopy(lease)
 
-    def create(self, res: Resource, body: dict, namespace: str | None = None) -> dict:
+    def create(
+        self,
+        res: Resource,
+        body: dict,
+        namespace: str | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> dict:
         with self._lock:
+            self.timeouts.append(timeout)
             error = self.fail("create")
             if error:
                 raise error
@@ -136,8 +154,9 @@ class FakeLeaseClient:
             self.leases[key] = copy.deepcopy(body)
             return self._bump(self.leases[key])
 
-    def update(self, res: Resource, body: dict) -> dict:
+    def update(self, res: Resource, body: dict, *, timeout: float | None = None) -> dict:
         with self._lock:
+            self.timeouts.append(timeout)
             error = self.fail("update")
             if error:
                 raise error

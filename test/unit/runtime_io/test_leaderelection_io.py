@@ -167,3 +167,81 @@ def test_healthy_turns_false_for_a_leader_that_stopped_renewing(
 def test_invalid_timings_are_refused(elector: Callable) -> None:
     with pytest.raises(ValueError):
         elector("a", lease_duration=5, renew_deadline=10)
+
+
+# --- the proof the write fence asks for (stricter than client-go) ----------------------
+
+
+def test_a_leader_proves_it_leads_until_the_renew_deadline_passes(
+    elector: Callable, clock: FakeClock
+) -> None:
+    a = elector("a")
+    assert a.refusal() == "this replica is not the leader"
+    assert a.try_acquire_or_renew()
+    a._set_leading(True)
+    assert a.refusal() is None
+    clock.advance(9.9)
+    assert a.refusal() is None
+    clock.advance(0.1)  # a frozen leader wakes up past its renew deadline
+    assert a.refusal() == "the lease was last renewed 10.0s ago (renew deadline 10s)"
+
+
+def test_seeing_another_holder_ends_leadership_at_once(
+    lease_client: Any, elector: Callable, clock: FakeClock
+) -> None:
+    a = elector("a")
+    assert a.try_acquire_or_renew()
+    a._set_leading(True)
+    # Someone else wrote the lease (a, frozen, was given up for dead).
+    lease_client.leases[("ops", "op-lock")]["spec"]["holderIdentity"] = "b"
+    assert not a.try_acquire_or_renew()
+    assert a.refusal() == "the lease is held by b"
+    clock.advance(100)
+    assert not a.try_acquire_or_renew()  # never "expires" back to a
+
+
+def test_lease_requests_are_bounded_by_the_time_left_before_the_deadline(
+    lease_client: Any, elector: Callable, clock: FakeClock
+) -> None:
+    a = elector("a")
+    assert a.try_acquire_or_renew(deadline=clock.monotonic() + 4.0)
+    assert lease_client.timeouts == [4.0, 4.0]  # get (NotFound), then create
+    lease_client.timeouts.clear()
+    clock.advance(1.5)
+    assert a.try_acquire_or_renew(deadline=clock.monotonic() + 2.5)
+    assert lease_client.timeouts == [2.5, 2.5]
+    lease_client.timeouts.clear()
+    assert not a.try_acquire_or_renew(deadline=clock.monotonic())
+    assert lease_client.timeouts == []  # no time left: nothing is sent
+
+
+def test_a_leader_frozen_past_its_deadline_is_lost_on_waking_without_trying(
+    lease_client: Any, elector: Callable, clock: FakeClock, advance_until: Callable
+) -> None:
+    stopped: list[str] = []
+    a = elector("a", on_stopped_leading=lambda: stopped.append("stopped"))
+    a.start()
+    advance_until(clock, lambda: a.is_leader, step=0.5)
+    # Freeze: every renewal fails from now on, and time jumps past the renew deadline
+    # (a SIGSTOP'd process sees one big step of its monotonic clock).
+    lease_client.fail = lambda verb: ServerError(500, "InternalError", "unreachable")
+    clock.advance(20)
+    advance_until(clock, lambda: stopped == ["stopped"], step=0.01)
+    assert a.refusal() == "this replica is not the leader"
+    a.stop(timeout=5)
+
+
+def test_renewals_that_keep_failing_lose_leadership_by_the_deadline_from_the_last_success(
+    lease_client: Any, elector: Callable, clock: FakeClock, advance_until: Callable
+) -> None:
+    stopped: list[float] = []
+    a = elector("a", on_stopped_leading=lambda: stopped.append(clock.monotonic()))
+    a.start()
+    advance_until(clock, lambda: a.is_leader, step=0.5)
+    last_success = a._renewed_at
+    lease_client.fail = lambda verb: ServerError(500, "InternalError", "etcd down")
+    advance_until(clock, lambda: bool(stopped), step=0.5)
+    # Lost before the renew deadline counted from the last renewal that worked (client-go
+    # restarted its deadline on every attempt, so a flapping API kept a leader alive).
+    assert stopped[0] - last_success <= a.renew_deadline + 0.5
+    a.stop(timeout=5)

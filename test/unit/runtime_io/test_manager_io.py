@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from baseten_operator.runtime import manager as manager_module
-from baseten_operator.runtime.client import CONFIGMAPS, NAMESPACES
-from baseten_operator.runtime.manager import Manager, ManagerOptions, lease_namespace
+from baseten_operator.runtime.client import CONFIGMAPS, NAMESPACES, ServerError
+from baseten_operator.runtime.clock import FakeClock
+from baseten_operator.runtime.fence import NotLeader
+from baseten_operator.runtime.manager import (
+    EXIT_LOST_LEASE,
+    Manager,
+    ManagerOptions,
+    lease_namespace,
+)
 
 
 def test_lease_namespace_prefers_configuration_then_the_pod_namespace(
@@ -40,3 +49,60 @@ def test_stop_before_start_finishes_with_exit_code_0(list_watch_client: Any) -> 
     manager.stop()
     assert manager.wait() == 0
     assert not manager.is_leader
+
+
+def leading_manager(list_watch_client: Any, lease_client: Any, clock: FakeClock) -> Manager:
+    options = ManagerOptions(
+        leader_elect=True,
+        leader_election_namespace="ops",
+        metrics_bind_address="0",
+        health_probe_bind_address="0",
+    )
+    return Manager(list_watch_client, options, clock=clock, identity="a", lease_client=lease_client)
+
+
+def test_the_fence_passes_only_while_the_lease_is_held(
+    list_watch_client: Any, lease_client: Any, advance_until: Callable[..., None]
+) -> None:
+    clock = FakeClock()
+    manager = leading_manager(list_watch_client, lease_client, clock)
+    with pytest.raises(NotLeader, match="leader election has not started"):
+        manager.fence.check("PUT status")
+    manager.start()
+    advance_until(clock, lambda: manager.is_leader, step=0.5)
+    manager.fence.check("PUT status")
+    lease_client.fail = lambda verb: ServerError(500, "InternalError", "etcd down")
+    advance_until(clock, lambda: manager.fence.closed, step=0.5)
+    with pytest.raises(NotLeader, match="leadership lost"):
+        manager.fence.check("PUT status")
+    assert manager.wait(lost_lease_grace=1.0) == EXIT_LOST_LEASE
+
+
+def test_a_replica_that_lost_its_lease_returns_within_the_grace_even_if_stuck_stopping(
+    list_watch_client: Any, lease_client: Any, advance_until: Callable[..., None]
+) -> None:
+    clock = FakeClock()
+    manager = leading_manager(list_watch_client, lease_client, clock)
+    never = threading.Event()
+    manager.add_runnable(lambda: None, lambda: never.wait(30), leader_only=True)
+    manager.start()
+    advance_until(clock, lambda: manager.is_leader, step=0.5)
+    lease_client.fail = lambda verb: ServerError(500, "InternalError", "etcd down")
+    advance_until(clock, lambda: manager.fence.closed, step=0.5)
+    # A component that never finishes stopping cannot keep a deposed leader alive.
+    assert manager.wait(lost_lease_grace=0.2) == EXIT_LOST_LEASE
+    never.set()
+
+
+def test_a_shutdown_closes_the_fence(list_watch_client: Any) -> None:
+    manager = Manager(
+        list_watch_client,
+        ManagerOptions(metrics_bind_address="0", health_probe_bind_address="0"),
+        identity="solo",
+    )
+    manager.start()
+    manager.fence.check("PUT status")  # no leader election: the proof always holds
+    manager.stop()
+    with pytest.raises(NotLeader, match="shutting down"):
+        manager.fence.check("PUT status")
+    assert manager.wait() == 0

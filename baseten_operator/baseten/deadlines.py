@@ -1,0 +1,152 @@
+"""Total deadlines for HTTP calls made with `requests`.
+
+`requests` only knows per-operation timeouts: a server that trickles one byte every
+few seconds never trips a read timeout and can hold a worker for as long as it likes.
+Here a call runs inside `deadline(seconds)`; every connection the call uses is
+registered with one reaper thread, which shuts the connection's socket down when the
+deadline passes. The blocked read then fails at once and the call raises, so no
+answer, however slow, holds a caller past its deadline.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import heapq
+import itertools
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from requests.adapters import HTTPAdapter
+from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+
+_current = threading.local()
+
+
+class _Call:
+    """One call's deadline and the connections it has used so far."""
+
+    def __init__(self, expires: float) -> None:
+        self.expires = expires
+        self.connections: list[Any] = []
+        self.expired = False
+        self.finished = False
+
+
+class _Reaper:
+    """One daemon thread that shuts down the sockets of calls past their deadline."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Condition()
+        self._heap: list[tuple[float, int, _Call]] = []
+        self._order = itertools.count()
+        self._thread: threading.Thread | None = None
+
+    def watch(self, call: _Call) -> None:
+        with self._lock:
+            heapq.heappush(self._heap, (call.expires, next(self._order), call))
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="http-deadlines", daemon=True
+                )
+                self._thread.start()
+            self._lock.notify()
+
+    def register(self, call: _Call, connection: Any) -> None:
+        with self._lock:
+            if call.expired:
+                _shut(connection)
+            else:
+                call.connections.append(connection)
+
+    def finish(self, call: _Call) -> None:
+        # Under the lock: once a call is finished, the reaper never touches its
+        # connections, which are back in the pool and may serve another call.
+        with self._lock:
+            call.finished = True
+            call.connections.clear()
+
+    def _run(self) -> None:
+        with self._lock:
+            while True:
+                while self._heap and self._heap[0][2].finished:
+                    heapq.heappop(self._heap)
+                if not self._heap:
+                    self._lock.wait()
+                    continue
+                expires, _, call = self._heap[0]
+                remaining = expires - time.monotonic()
+                if remaining > 0:
+                    self._lock.wait(remaining)
+                    continue
+                heapq.heappop(self._heap)
+                call.expired = True
+                for connection in call.connections:
+                    _shut(connection)
+
+
+def _shut(connection: Any) -> None:
+    sock = getattr(connection, "sock", None)
+    if sock is None:
+        return
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)
+
+
+_REAPER = _Reaper()
+
+
+class CallDeadline:
+    """What `deadline()` yields: whether the reaper had to cut the call short."""
+
+    def __init__(self, call: _Call) -> None:
+        self._call = call
+
+    @property
+    def expired(self) -> bool:
+        return self._call.expired
+
+
+@contextlib.contextmanager
+def deadline(seconds: float) -> Iterator[CallDeadline]:
+    """Every request sent through a `DeadlineAdapter` in this block ends by `seconds`."""
+    call = _Call(time.monotonic() + max(0.0, seconds))
+    outer = getattr(_current, "call", None)
+    _current.call = call
+    _REAPER.watch(call)
+    try:
+        yield CallDeadline(call)
+    finally:
+        _REAPER.finish(call)
+        _current.call = outer
+
+
+def _register_current(connection: Any) -> None:
+    call: _Call | None = getattr(_current, "call", None)
+    if call is not None:
+        _REAPER.register(call, connection)
+
+
+class _DeadlineHTTPPool(HTTPConnectionPool):
+    def _make_request(self, conn: Any, *args: Any, **kwargs: Any) -> Any:
+        _register_current(conn)
+        return super()._make_request(conn, *args, **kwargs)
+
+
+class _DeadlineHTTPSPool(HTTPSConnectionPool):
+    def _make_request(self, conn: Any, *args: Any, **kwargs: Any) -> Any:
+        _register_current(conn)
+        return super()._make_request(conn, *args, **kwargs)
+
+
+class DeadlineAdapter(HTTPAdapter):
+    """An HTTPAdapter whose connections honour the enclosing `deadline()`."""
+
+    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+        super().init_poolmanager(*args, **kwargs)
+        self.poolmanager.pool_classes_by_scheme = {
+            "http": _DeadlineHTTPPool,
+            "https": _DeadlineHTTPSPool,
+        }
