@@ -36,7 +36,7 @@ STUCK_PASS_DEADLINES = 2
 
 
 def user_agent(identity: str) -> str:
-    """Names the replica in every Baseten request, so audit logs tell replicas apart."""
+    """Names the replica in every Baseten and Kubernetes request: audit logs tell replicas apart."""
     try:
         release = version("baseten-operator")
     except PackageNotFoundError:
@@ -139,6 +139,8 @@ def run_operator(options: OperatorOptions) -> int:
     kube = (
         KubeClient.from_kubeconfig(options.kubeconfig) if options.kubeconfig else KubeClient.auto()
     )
+    # Kubernetes writes name the replica too (audit logs, the soak's fencing checks).
+    kube.api_client.user_agent = user_agent(identity)
     manager = build_operator(
         options, kube=kube, baseten=baseten, clock=RealClock(), identity=identity
     )
