@@ -72,7 +72,10 @@ SHORT = SoakConfig(
     converge_timeout=10.0,
     budget=45.0,
     poll=0.5,
-    faults=FaultPlan(tick=0.5, slow_seconds=50.0),
+    # Fewer CRs, fewer requests: bursts and resets scaled down to keep their share.
+    faults=FaultPlan(
+        rate_limit_burst=4, slow_count=2, slow_seconds=50.0, resets=1, watch_cut_every=3
+    ),
 )
 
 
@@ -152,6 +155,7 @@ class Scenario:
         self.converged_after: float | None = None
         self.objects: dict[str, dict[str, Any]] = {}
         self.deadline = float("inf")
+        self.ended_at = float("inf")  # leaderships after it are the shutdown's, not takeovers
 
     def of(self, *kinds: str) -> list[Tracked]:
         return [t for t in self.tracked if t.kind in kinds]
@@ -219,6 +223,7 @@ class Scenario:
             timeout=cfg.converge_timeout,
         ):
             self.converged_after = time.time() - stopped
+        self.ended_at = time.time()
 
     def _seed(self) -> None:
         sim = self.stack.sim
@@ -397,7 +402,7 @@ class Scenario:
         ]
         struck = Counter(str(e["fault"]) for e in ev.requests if e.get("fault"))
         writes = [e for e in ev.requests if e["method"] != "GET"]
-        leaderships = sorted(t for r in ev.replicas for t in r.became_leader())
+        leaderships = [t for r in ev.replicas for t in r.became_leader() if t < self.ended_at]
 
         def per_cr(count: int) -> str:
             return f"{count} ({count / len(self.tracked):.1f})"
