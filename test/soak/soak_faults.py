@@ -2,8 +2,9 @@
 
 Baseten: 5% of requests answered 5xx (the driver counts the requests of each tick in the
 request log and queues that many 5xx faults), bursts of 429 with a retry-after, slow
-answers and connection resets. Kubernetes: every watch connection cut abruptly at a steady
-interval. What actually struck is read back from the simulator's request log afterwards.
+answers and connection resets, each kind queued again only once the last lot has struck
+(the simulator's faults wait for requests: queued faster than the operator calls, they would
+answer every call). Kubernetes: every watch connection cut abruptly at a steady interval.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ class FaultDriver:
     stack: Stack
     plan: FaultPlan = field(default_factory=FaultPlan)
     injected: Counter[str] = field(default_factory=Counter)
+    struck: Counter[str] = field(default_factory=Counter)
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
     _seen_requests: int = 0
@@ -68,25 +70,30 @@ class FaultDriver:
             self._server_errors()
             plan = self.plan
             if tick % plan.rate_limit_every == 0:
-                self._baseten("429", plan.rate_limit_burst, retry_after=plan.retry_after)
+                self._burst("429", plan.rate_limit_burst, retry_after=plan.retry_after)
             if tick % plan.slow_every == 0:
-                self._baseten("latency", plan.slow_count, seconds=plan.slow_seconds)
+                self._burst("latency", plan.slow_count, seconds=plan.slow_seconds)
             if tick % plan.reset_every == 0:
-                self._baseten("drop", plan.resets)
+                self._burst("drop", plan.resets)
             if tick % plan.watch_cut_every == 0:
                 self.stack.kube_faults(action="drop_watches", graceful=False)
                 self.injected["watch cut"] += 1
 
     def _server_errors(self) -> None:
-        new = len(self.stack.request_log(self._seen_requests))
-        self._seen_requests += new
-        self._owed_errors += new * self.plan.error_rate
+        new = self.stack.request_log(self._seen_requests)
+        self._seen_requests += len(new)
+        self.struck.update(str(e["fault"]) for e in new if e.get("fault"))
+        self._owed_errors += len(new) * self.plan.error_rate
         count = int(self._owed_errors)
         if count:
             self._owed_errors -= count
             status = self._rng.choice((500, 502, 503))
             self._baseten("5xx", count, status=status)
 
+    def _burst(self, kind: str, count: int, **params: object) -> None:
+        if self.injected[kind] <= self.struck[kind]:
+            self._baseten(kind, count, **params)
+
     def _baseten(self, kind: str, count: int, **params: object) -> None:
         self.stack.sim.control("inject_fault", endpoint="*", kind=kind, count=count, **params)
-        self.injected[f"baseten {kind}"] += count
+        self.injected[kind] += count
