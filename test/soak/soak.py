@@ -4,7 +4,8 @@ Two `baseten-operator run --leader-elect` processes share a Lease on the Kuberne
 and talk to the Baseten simulator, both standalone processes. N BasetenModels (default 200):
 Reconcile ones promoting their source (half then get a new source, half click-ops drift),
 Observe ones, Pause-and-back ones (drifted while paused), DeleteWithGuardrails ones deleted
-while serving then drained, Retain ones deleted. Faults throughout (soak_faults.py), two
+while serving then drained, Retain ones deleted; then a last drift and a steady minute.
+Faults throughout (soak_faults.py), two
 leader SIGKILLs (the replica restarted) and one leader freeze longer than the Lease. Then
 the checks of soak_checks.py; the figures are printed and any violation exits 1.
 
@@ -54,6 +55,7 @@ class SoakConfig:
     kills: int = 2
     freeze_seconds: float = 20.0  # 0: no freeze
     settle: float = 8.0  # churn between phases (faults keep striking)
+    steady: float = 60.0  # steady state under faults at the end, after a last click-ops drift
     phase_timeout: float = 180.0
     converge_timeout: float = 120.0
     # A bound on the whole story (the suite's variant must end even when phases time out).
@@ -68,6 +70,7 @@ SHORT = SoakConfig(
     kills=1,
     freeze_seconds=0.0,
     settle=2.0,
+    steady=0.0,
     phase_timeout=10.0,
     converge_timeout=10.0,
     budget=45.0,
@@ -172,7 +175,7 @@ class Scenario:
         self._seed()
         self.faults.start()
         self._apply(self.tracked, created=True)
-        self._churn()
+        self._churn(cfg.settle)
         if cfg.kills >= 1:
             self._kill_leader()
         self._await("first convergence", lambda: all(
@@ -189,7 +192,7 @@ class Scenario:
                 self._drift(t, max_replica=DRIFTED_MAX)
         self._apply([t for t in changed if not t.drift])
         self._apply(self.of("pause"), mode="Pause")
-        self._churn()
+        self._churn(cfg.settle)
         if cfg.kills >= 2:
             self._kill_leader()
         self._await("sources changed and pauses taken", lambda: all(
@@ -212,6 +215,10 @@ class Scenario:
         self._await("deleted CRs released", lambda: not any(
             t.name in self.objects for t in self.of("guardrails", "retain")
         ))  # fmt: skip
+        if cfg.steady > 0:
+            for t in changed:
+                self._drift(t, max_replica=DRIFTED_MAX)
+            self._churn(cfg.steady)
         self.faults.stop()
         stopped = time.time()
         if self._await(
@@ -271,9 +278,9 @@ class Scenario:
         for t in self.of("pause"):
             self._drift(t, max_replica=DRIFTED_MAX)
 
-    def _churn(self) -> None:
+    def _churn(self, seconds: float) -> None:
         """Let the replicas work under faults for a while (the faults' pace, not a sync)."""
-        deadline = time.monotonic() + self.config.settle
+        deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
             self._observe()
             time.sleep(self.config.poll)
