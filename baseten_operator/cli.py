@@ -77,6 +77,13 @@ def add_operator_flags(parser: argparse.ArgumentParser) -> None:
         "(a pass stuck for twice this fails /healthz)",
     )
     parser.add_argument(
+        "--require-namespace-policy",
+        action="store_true",
+        default=d.require_namespace_policy,
+        help="a namespace without the models.baseten.com/allowed-models annotation manages "
+        "no model (deny by default)",
+    )
+    parser.add_argument(
         "--kubeconfig",
         default=None,
         help="kubeconfig path (default: $KUBECONFIG, ~/.kube/config, in-cluster)",
@@ -98,6 +105,7 @@ def options_from_args(args: argparse.Namespace) -> OperatorOptions:
         time_scale=args.time_scale,
         kubeconfig=args.kubeconfig,
         baseten_timeout=args.baseten_timeout,
+        require_namespace_policy=args.require_namespace_policy,
     )
 
 

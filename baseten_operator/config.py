@@ -22,3 +22,5 @@ class OperatorOptions:
     shutdown_timeout: float = 30.0
     # Total deadline of one Baseten call, retries and waits included.
     baseten_timeout: float = 30.0
+    # A namespace without models.baseten.com/allowed-models manages nothing (deny by default).
+    require_namespace_policy: bool = False

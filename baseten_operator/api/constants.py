@@ -78,6 +78,8 @@ DELETING = "DELETING"
 DELETE_FAILED = "DELETE_FAILED"
 DELETE_BLOCKED = "DELETE_BLOCKED"
 ACTIVATING = "ACTIVATING"
+# Another CR owns this (team, model, environment): Ready False, Progressing False.
+CONFLICT = "CONFLICT"
 
 # status.trussPushStatus values.
 TRUSS_PUSHING: Final = "TRUSS_PUSHING"
@@ -136,6 +138,8 @@ class EventReason(StrEnum):
     DEPLOYMENT_RETRY_EXHAUSTED = "DeploymentRetryExhausted"
     MODEL_DELETE_BLOCKED = "ModelDeleteBlocked"
     MODEL_DELETE_FAILED = "ModelDeleteFailed"
+    ENVIRONMENT_CONFLICT = "EnvironmentConflict"
+    POLICY_VIOLATION = "PolicyViolation"
 
 
 WARNING_REASONS = frozenset(
@@ -154,6 +158,8 @@ WARNING_REASONS = frozenset(
         EventReason.DEPLOYMENT_RETRY_EXHAUSTED,
         EventReason.MODEL_DELETE_BLOCKED,
         EventReason.MODEL_DELETE_FAILED,
+        EventReason.ENVIRONMENT_CONFLICT,
+        EventReason.POLICY_VIOLATION,
     }
 )
 

@@ -33,6 +33,7 @@ from baseten_operator.baseten.models import (
     Tombstone,
 )
 from baseten_operator.baseten.ratelimit import Limit
+from baseten_operator.baseten.teams import TeamList, TeamV1
 from baseten_operator.baseten.transport import (
     Endpoint,
     RetryPolicy,
@@ -58,6 +59,8 @@ _DEPLOYMENT = _MODEL + "/deployments/{deployment_id}"
 _ENVIRONMENT = _MODEL + "/environments/{env_name}"
 
 LIST_MODELS = Endpoint("GET", "/models", idempotent=True)
+LIST_TEAMS = Endpoint("GET", "/teams", idempotent=True)
+LIST_TEAM_MODELS = Endpoint("GET", "/teams/{team_id}/models", idempotent=True)
 DELETE_MODEL = Endpoint("DELETE", _MODEL, idempotent=True)
 LIST_DEPLOYMENTS = Endpoint("GET", _MODEL + "/deployments", idempotent=True)
 GET_DEPLOYMENT = Endpoint("GET", _DEPLOYMENT, idempotent=True)
@@ -158,6 +161,17 @@ class BasetenClient:
     def delete_model(self, model_id: str) -> None:
         tombstone = self._transport.call(DELETE_MODEL, {"model_id": model_id}, Tombstone)
         _check_ack(DELETE_MODEL, tombstone.deleted, "deleted")
+
+    # --- teams ------------------------------------------------------------------------------
+
+    def list_teams(self, name: str | None = None) -> list[TeamV1]:
+        query = {"name": name} if name is not None else None
+        return self._transport.call(LIST_TEAMS, {}, TeamList, query=query).teams
+
+    def list_team_models(self, team_id: str, name: str | None = None) -> list[ModelV1]:
+        query = {"name": name} if name is not None else None
+        path = {"team_id": team_id}
+        return self._transport.call(LIST_TEAM_MODELS, path, ModelList, query=query).models
 
     # --- deployments ----------------------------------------------------------------------
 

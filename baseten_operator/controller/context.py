@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from baseten_operator.api.constants import EventReason, event_type
 from baseten_operator.api.types import BasetenModelSpec, BasetenModelStatus
@@ -13,6 +13,9 @@ from baseten_operator.baseten.errors import BasetenAPIError
 from baseten_operator.controller.status import StatusWriter
 from baseten_operator.controller.timing import Timing
 from baseten_operator.runtime.clock import Clock
+
+if TYPE_CHECKING:
+    from baseten_operator.controller.tenancy import Tenancy
 
 
 class Requeue(Exception):
@@ -64,6 +67,8 @@ class Dependencies:
     pusher: Any = None  # TrussPusher; None when pushes are not possible
     # U[0, 1) for retry jitter; injectable so tests pin the backoff.
     random: Callable[[], float] = field(default=random.random)
+    # Namespace policy, ownership and per-namespace keys; None: one tenant (no rules).
+    tenancy: Tenancy | None = None
 
 
 @dataclass

@@ -408,3 +408,28 @@ def orphans_scaled_in_event(names: Sequence[str]) -> str:
 
 def orphans_deleted_event(names: Sequence[str]) -> str:
     return f"Deleted {len(names)} stale orphan deployments: {', '.join(names)}"
+
+
+# --- tenancy: ownership, namespace policy, namespace API keys ----------------------------
+
+
+def environment_conflict(env: str, model: str, owner: str) -> str:
+    return f"environment {env} of model '{model}' is managed by {owner}"
+
+
+def delete_shared(model: str, other: str, env: str) -> str:
+    return f"deletion blocked: model '{model}' is still managed by {other} ({env} environment)"
+
+
+def policy_violation(what: str, namespace: str, annotation: str, value: str) -> str:
+    return (
+        f"namespace policy: {what} is not allowed in namespace {namespace} ({annotation}: {value})"
+    )
+
+
+def api_key_secret_missing(namespace: str, name: str) -> str:
+    return f"API key Secret {namespace}/{name} not found"
+
+
+def api_key_secret_key_missing(namespace: str, name: str, key: str) -> str:
+    return f"API key Secret {namespace}/{name} has no non-empty key '{key}'"

@@ -8,9 +8,11 @@ holder seen since. A replica that cannot prove it does not write: the call raise
 this replica (the new leader owns it now).
 
 The fence also owns every wait that a write path makes (a backoff, a server's
-Retry-After, waiting for push capacity): `sleep` returns early, raising `NotLeader`,
-the moment the fence closes, so losing the Lease or shutting down never waits out a
-sleep inside a worker.
+Retry-After): `sleep` returns early, raising `NotLeader`, the moment the fence closes
+or waits are interrupted, so losing the Lease or shutting down never waits out a sleep
+inside a worker. A clean shutdown interrupts waits at once but refuses writes only
+after the drain, just before the Lease is released: passes finishing meanwhile still
+hold the Lease and may record what they did.
 
 Without leader election, the proof always holds and only `close` (shutdown) fences.
 """
@@ -46,6 +48,8 @@ class WriteFence:
         self._clock: Clock = clock or RealClock()
         self._closed = threading.Event()
         self._closed_reason = ""
+        self._interrupted = threading.Event()
+        self._interrupted_reason = ""
         self._wake = threading.Condition()
 
     def check(self, action: str) -> None:
@@ -61,19 +65,26 @@ class WriteFence:
         return self._proof()
 
     def sleep(self, seconds: float, action: str) -> None:
-        """Wait `seconds` on the clock; raise NotLeader at once if the fence closes meanwhile."""
-        sleep_unless(self._clock, self._wake, self._closed, seconds)
-        if self._closed.is_set():
-            raise NotLeader(action, self._closed_reason)
+        """Wait `seconds` on the clock; raise NotLeader at once if waits are interrupted."""
+        sleep_unless(self._clock, self._wake, self._interrupted, seconds)
+        if self._interrupted.is_set():
+            raise NotLeader(action, self._interrupted_reason)
 
-    def close(self, reason: str) -> None:
-        """Refuse every later write and wake every sleeper (leadership lost, or shutdown)."""
-        if self._closed.is_set():
+    def interrupt_waits(self, reason: str) -> None:
+        """Wake every sleeper and refuse later waits; writes still pass (a shutdown's drain)."""
+        if self._interrupted.is_set():
             return
-        self._closed_reason = reason
-        self._closed.set()
+        self._interrupted_reason = reason
+        self._interrupted.set()
         with self._wake:
             self._wake.notify_all()
+
+    def close(self, reason: str) -> None:
+        """Refuse every later write and interrupt every wait (leadership lost or given up)."""
+        if not self._closed.is_set():
+            self._closed_reason = reason
+            self._closed.set()
+        self.interrupt_waits(reason)
 
     @property
     def closed(self) -> bool:

@@ -6,9 +6,10 @@ stops taking work, drains in-flight passes within `shutdown_timeout`, releases t
 Lease and exits 0; a replica that loses its Lease stops its controllers at once and
 exits 1, because two replicas acting at the same time is worse than a restart.
 
-The manager owns the write fence (fence.py): whatever the components write passes it,
-and it closes the moment the Lease is lost or a shutdown starts, so a pass still in
-flight stops at its next write and every wait in a write path wakes up.
+The manager owns the write fence (fence.py): whatever the components write passes it.
+It closes the moment the Lease is lost, so a pass still in flight stops at its next
+write. A clean shutdown wakes every wait in a write path at once, lets the drain
+finish its writes, and closes the fence before the Lease is released.
 """
 
 from __future__ import annotations
@@ -115,7 +116,7 @@ class Manager:
         self._liveness_checks: dict[str, Check] = {}
         self._lease_lost = threading.Event()
         self._lock = threading.RLock()
-        self._informers: dict[tuple[Resource, str | None], Informer] = {}
+        self._informers: dict[tuple[Resource, str | None, bool], Informer] = {}
         self._controllers: list[Runnable] = []
         self._runnables: list[_Runnable] = []
         self._elector: LeaderElector | None = None
@@ -130,15 +131,20 @@ class Manager:
 
     # -- registration -------------------------------------------------------------------
 
-    def informer(self, resource: Resource, namespace: str | None = None) -> Informer:
-        """The shared informer of `resource` in `namespace` (default: the watch namespace)."""
+    def informer(
+        self, resource: Resource, namespace: str | None = None, *, metadata_only: bool = False
+    ) -> Informer:
+        """The shared informer of `resource` in `namespace` (default: the watch namespace);
+        `metadata_only`: one that caches only the objects' metadata."""
         if namespace is None:
             namespace = self.options.namespace
-        key = (resource, namespace if resource.namespaced else None)
+        key = (resource, namespace if resource.namespaced else None, metadata_only)
         with self._lock:
             informer = self._informers.get(key)
             if informer is None:
-                informer = Informer(self.client, resource, key[1], clock=self._clock)
+                informer = Informer(
+                    self.client, resource, key[1], clock=self._clock, metadata_only=metadata_only
+                )
                 self._informers[key] = informer
                 if self._started:
                     informer.start()
@@ -286,12 +292,14 @@ class Manager:
         if not first:
             self._done.wait()
             return
-        # In-flight passes stop at their next write; waits in write paths wake up.
-        self.fence.close("shutting down")
+        # Waits in write paths wake up now; the drain may still write what it did.
+        self.fence.interrupt_waits("shutting down")
         if self._health_server is not None:
             self._health_server.set_shutting_down()
         try:
             self._stop_leader_work(drain_timeout)
+            # A pass that outlived the drain must not write once the Lease is given up.
+            self.fence.close("shutting down")
             if self._elector is not None:
                 self._elector.stop(timeout=self.options.retry_period + 5.0)
             self._stop_everything_else()

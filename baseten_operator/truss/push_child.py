@@ -40,6 +40,7 @@ class ChildRequest(BaseModel):
     deployment_name: str
     truss_config: dict[str, object]
     setup_script: str = ""
+    team_id: str | None = None
     # The operator process: the push dies with it (see die_with_parent).
     parent_pid: int | None = None
 
@@ -101,6 +102,7 @@ def push(request: ChildRequest, api_key: str) -> ChildResult:
             working_dir=truss_dir,
             publish=True,
             deployment_name=request.deployment_name,
+            team_id=request.team_id,
         )
         return ChildResult(
             succeeded=True, model_id=service.model_id, deployment_id=service.model_version_id

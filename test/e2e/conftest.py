@@ -141,7 +141,12 @@ def _local_stack(workdir: Path, processes: list[Process]) -> Iterator[Stack]:
             str(TIME_SCALE),
         ],
         workdir / "operator.log",
-        env={"BASETEN_API_KEY": API_KEY, "BASETEN_API_BASE_URL": f"{sim_url}/v1"},
+        # POD_NAMESPACE as the Deployment sets it: where namespaces' API key Secrets live.
+        env={
+            "BASETEN_API_KEY": API_KEY,
+            "BASETEN_API_BASE_URL": f"{sim_url}/v1",
+            "POD_NAMESPACE": OPERATOR_NAMESPACE,
+        },
     )
     _started(processes, operator, f"http://127.0.0.1:{health_port}/readyz")
 

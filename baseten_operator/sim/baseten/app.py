@@ -8,6 +8,7 @@ from typing import Any
 
 from baseten_operator.runtime.clock import Clock
 from baseten_operator.sim.baseten import rest
+from baseten_operator.sim.baseten.access import check_route
 from baseten_operator.sim.baseten.audit import AuditLog, RequestLog
 from baseten_operator.sim.baseten.engine import SimEngine
 from baseten_operator.sim.baseten.errors import SimError
@@ -19,6 +20,7 @@ from baseten_operator.sim.baseten.graphql import (
     parse_root_field,
 )
 from baseten_operator.sim.baseten.http import Request, Response, json_response
+from baseten_operator.sim.baseten.keys import ApiKey, KeyRing
 from baseten_operator.sim.baseten.ratelimit import RateLimiter
 from baseten_operator.sim.baseten.s3 import S3Store
 
@@ -52,8 +54,9 @@ class SimApp:
         audit: AuditLog,
         requests: RequestLog,
         control: Callable[[Request], Response],
+        keys: KeyRing | None = None,
     ) -> None:
-        self._api_key = api_key
+        self._keys = keys if keys is not None else KeyRing(api_key)
         self._clock = clock
         self._time_scale = time_scale
         self._engine = engine
@@ -78,11 +81,13 @@ class SimApp:
 
     # ----------------------------------------------------------------- shared steps
 
-    def _authenticated_key(self, request: Request) -> str | None:
+    def _authenticated_key(self, request: Request) -> tuple[str, ApiKey] | None:
+        """The key the request carries and what it is, if it is one we know."""
         scheme, _, key = request.headers.get("authorization", "").partition(" ")
-        if scheme.lower() in ("bearer", "api-key") and key.strip() == self._api_key:
-            return key.strip()
-        return None
+        if scheme.lower() not in ("bearer", "api-key"):
+            return None
+        known = self._keys.lookup(key)
+        return (key.strip(), known) if known is not None else None
 
     def _with_fault(
         self, request: Request, endpoints: list[str], proceed: Callable[[], Response]
@@ -112,7 +117,9 @@ class SimApp:
             return rate_limited(fault.retry_after)
         return None  # "drop"
 
-    def _audit_entry(self, request: Request, body: Any, status: int, endpoint: str) -> None:
+    def _audit_entry(
+        self, request: Request, body: Any, status: int, endpoint: str, caller: ApiKey
+    ) -> None:
         self._audit.record(
             method=request.method,
             path=request.path,
@@ -120,23 +127,27 @@ class SimApp:
             time=self._clock.now(),
             status=status,
             endpoint=endpoint,
+            key=caller.label,
             user_agent=request.headers.get("user-agent"),
         )
 
     # ----------------------------------------------------------------- REST
 
     def _handle_rest(self, request: Request) -> Response | None:
-        key = self._authenticated_key(request)
-        if key is None:
+        authenticated = self._authenticated_key(request)
+        if authenticated is None:
             return error_response(SimError(401, "UNAUTHENTICATED", "Invalid or missing API key"))
+        key, caller = authenticated
         try:
             match = rest.match_route(request.method, request.path)
         except SimError as exc:
             return error_response(exc)
         endpoint = match.route.endpoint
-        return self._with_fault(request, [endpoint], lambda: self._call_rest(request, key, match))
+        return self._with_fault(
+            request, [endpoint], lambda: self._call_rest(request, key, caller, match)
+        )
 
-    def _call_rest(self, request: Request, key: str, match: rest.Match) -> Response:
+    def _call_rest(self, request: Request, key: str, caller: ApiKey, match: rest.Match) -> Response:
         endpoint = match.route.endpoint
         retry_after = self._limiter.check(key, endpoint)
         if retry_after is not None:
@@ -144,20 +155,24 @@ class SimApp:
         body: Any = None
         try:
             body = request.json()
-            response = json_response(200, rest.call(self._engine, match, request.query, body))
+            check_route(self._engine, caller, match.params, request.method)
+            result = rest.call(self._engine, match, request.query, body, caller.team_id)
+            response = json_response(200, result)
         except ValueError:
             response = error_response(SimError(400, "BAD_REQUEST", "Request body is not JSON"))
         except SimError as exc:
             response = error_response(exc)
         if request.method != "GET":
-            self._audit_entry(request, body, response.status, endpoint)
+            self._audit_entry(request, body, response.status, endpoint, caller)
         return response
 
     # ----------------------------------------------------------------- GraphQL
 
     def _handle_graphql(self, request: Request) -> Response | None:
-        if self._authenticated_key(request) is None:
+        authenticated = self._authenticated_key(request)
+        if authenticated is None:
             return error_response(SimError(401, "UNAUTHENTICATED", "Invalid or missing API key"))
+        _, caller = authenticated
         try:
             payload = request.json()
             if not isinstance(payload, dict) or not isinstance(payload.get("query"), str):
@@ -168,11 +183,11 @@ class SimApp:
             return json_response(400, {"data": None, "errors": [{"message": message}]})
 
         def execute() -> Response:
-            result = self._graphql.execute(field)
+            result = self._graphql.execute(field, caller)
             if field.name in MUTATIONS:
                 args = {k: v for k, v in field.args.items() if k not in _BULKY_ARGS}
                 body = {"field": field.name, "args": args}
-                self._audit_entry(request, body, 200, f"graphql:{field.name}")
+                self._audit_entry(request, body, 200, f"graphql:{field.name}", caller)
             return json_response(200, result)
 
         return self._with_fault(request, ["graphql", f"graphql:{field.name}"], execute)

@@ -25,8 +25,10 @@ class AuditLog:
         time: float,
         status: int,
         endpoint: str,
-        user_agent: str | None,
+        key: str | None = None,
+        user_agent: str | None = None,
     ) -> None:
+        """`key`: the label of the API key the call carried (never the key itself)."""
         entry = {
             "method": method,
             "path": path,
@@ -34,6 +36,7 @@ class AuditLog:
             "time": time,
             "status": status,
             "endpoint": endpoint,
+            "key": key,
             "user_agent": user_agent,
         }
         with self._lock:

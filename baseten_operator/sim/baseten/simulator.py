@@ -11,10 +11,11 @@ from baseten_operator.sim.baseten.app import SimApp
 from baseten_operator.sim.baseten.audit import AuditLog, RequestLog
 from baseten_operator.sim.baseten.control import ControlApi
 from baseten_operator.sim.baseten.engine import LifecycleDurations, SimEngine
-from baseten_operator.sim.baseten.errors import bad_request
+from baseten_operator.sim.baseten.errors import bad_request, not_found
 from baseten_operator.sim.baseten.faults import FaultInjector
 from baseten_operator.sim.baseten.graphql import TrussGraphQL
 from baseten_operator.sim.baseten.http import HttpServer
+from baseten_operator.sim.baseten.keys import KeyRing
 from baseten_operator.sim.baseten.payloads import AutoscalingUpdate, PromotionSettingsUpdate
 from baseten_operator.sim.baseten.ratelimit import Limit, RateLimiter
 from baseten_operator.sim.baseten.records import DEPLOY_FAILED
@@ -53,6 +54,7 @@ class BasetenSimulator:
         self.rate_limiter = RateLimiter(self.clock, time_scale)
         self.rate_limiter.configure(enabled=rate_limits)
         self._audit = AuditLog()
+        self.keys = KeyRing(api_key)
         self._requests = RequestLog()
         self._host = host
         self._port = port
@@ -70,6 +72,7 @@ class BasetenSimulator:
             audit=self._audit,
             requests=self._requests,
             control=ControlApi(self._control_operations()),
+            keys=self.keys,
         )
 
     # ----------------------------------------------------------------- server
@@ -112,8 +115,31 @@ class BasetenSimulator:
 
     # ----------------------------------------------------------------- control
 
-    def seed_model(self, name: str) -> dict:
-        return self.engine.seed_model(name)
+    def seed_model(self, name: str, team: str | None = None) -> dict:
+        """`team`: the name of a team (create_team) to create the model in; default the org's."""
+        if team is None:
+            return self.engine.seed_model(name)
+        return self.engine.seed_model(name, self._team_id(team))
+
+    def create_team(self, name: str) -> dict:
+        return self.engine.create_team(name)
+
+    def add_api_key(self, key: str, label: str, team: str | None = None) -> dict:
+        """Accept `key`, bound to the team named `team` (None: organisation-wide). The
+        audit log names the key of each call by `label`."""
+        team_id = self._team_id(team) if team is not None else None
+        self.keys.add(key, label, team_id)
+        return {"label": label, "team_id": team_id}
+
+    def revoke_api_key(self, key: str) -> dict:
+        self.keys.revoke(key)
+        return {"revoked": True}
+
+    def _team_id(self, name: str) -> str:
+        teams = self.engine.list_teams(name)
+        if not teams:
+            raise not_found(f"Team {name!r}")
+        return str(teams[0]["id"])
 
     def seed_deployment(
         self, model_id: str, name: str, *, status: str = "ACTIVE", **extra: Any
@@ -209,12 +235,16 @@ class BasetenSimulator:
         self.faults.reset()
         self.rate_limiter.reset()
         self._audit.clear()
+        self.keys.reset()
         self._requests.clear()
 
     def _control_operations(self) -> dict[str, Any]:
         return {
             "health": lambda: {"ok": True},
             "seed_model": self.seed_model,
+            "create_team": self.create_team,
+            "add_api_key": self.add_api_key,
+            "revoke_api_key": self.revoke_api_key,
             "seed_deployment": self.seed_deployment,
             "seed_environment": self.seed_environment,
             "fail_deployment": self.fail_deployment,

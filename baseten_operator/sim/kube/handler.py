@@ -339,6 +339,10 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
     def _wants_table(self) -> bool:
         return "as=Table" in (self.headers.get("Accept") or "")
 
+    def _wants_metadata(self) -> bool:
+        """`as=PartialObjectMetadata` (and `...List`): metadata-only clients (informers)."""
+        return "as=PartialObjectMetadata" in (self.headers.get("Accept") or "")
+
     def _respond_object(self, code: int, rt: ResourceType, obj: Obj, query: dict[str, str]) -> None:
         if self._wants_table():
             now = self.server.api.clock.now()
@@ -347,6 +351,8 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
             obj = tables.table(
                 rt, [obj], now, include=include, list_metadata={"resourceVersion": rv}
             )
+        elif self._wants_metadata():
+            obj = tables.partial_metadata(obj)
         self._send_json(code, obj)
 
     def _get(self, target: Target, query: dict[str, str], raw: bytes) -> None:
@@ -370,6 +376,8 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
             listed = tables.table(
                 rt, listed["items"], now, include=include, list_metadata=listed["metadata"]
             )
+        elif self._wants_metadata():
+            listed = tables.partial_metadata_list(listed["items"], listed["metadata"])
         self._send_json(200, listed)
 
     def _create(self, target: Target, query: dict[str, str], raw: bytes) -> None:
@@ -546,8 +554,9 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
         self, rt: ResourceType, delivery: Delivery, query: dict[str, str], first: bool
     ) -> bytes:
         table = self._wants_table() and delivery.type != "BOOKMARK"
+        metadata = self._wants_metadata()
         cache_key = (delivery.type, rt.api_version)
-        source = None if table else delivery.source
+        source = None if table or metadata else delivery.source
         if source is not None and cache_key in source.encoded:
             return source.encoded[cache_key]
         obj = rt.from_storage(delivery.obj)
@@ -558,6 +567,8 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
                 rt, [obj], self.server.api.clock.now(), include=include, list_metadata=rv,
                 with_columns=first,
             )  # fmt: skip
+        elif metadata:
+            obj = tables.partial_metadata(obj)
         line = json.dumps({"type": delivery.type, "object": obj}, separators=(",", ":")).encode()
         encoded = line + b"\n"
         if source is not None:

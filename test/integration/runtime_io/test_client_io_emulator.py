@@ -21,6 +21,7 @@ from baseten_operator.runtime.client import (
     TooManyRequests,
     UnsupportedMediaType,
 )
+from baseten_operator.runtime.fence import NotLeader, WriteFence
 from baseten_operator.sim.kube import KubeApiServer
 
 WIDGETS = Resource("io.example.com", "v1", "widgets", "Widget")
@@ -231,3 +232,29 @@ def test_unreachable_server_raises_connection_failed(kube: Any, kube_server: Kub
     with pytest.raises(ConnectionFailed) as failed:
         kube.get(CONFIGMAPS, "a", "default")
     assert failed.value.status == 0
+
+
+def test_a_fenced_client_reads_but_refuses_every_write_once_fenced_off(
+    kube: Any, namespace: str
+) -> None:
+    refusal: list[str | None] = [None]
+    fenced = kube.fenced(WriteFence(lambda: refusal[0]))
+    created = fenced.create(CONFIGMAPS, configmap("fenced", namespace, k="1"))
+    refusal[0] = "the lease is held by replica-b"
+    assert fenced.get(CONFIGMAPS, "fenced", namespace)["data"] == {"k": "1"}
+    created["data"] = {"k": "2"}
+    for write in (
+        lambda: fenced.update(CONFIGMAPS, created),
+        lambda: fenced.patch(CONFIGMAPS, "fenced", {"data": {"k": "3"}}, namespace),
+        lambda: fenced.delete(CONFIGMAPS, "fenced", namespace),
+        lambda: fenced.create(CONFIGMAPS, configmap("other", namespace)),
+    ):
+        with pytest.raises(NotLeader, match="replica-b"):
+            write()
+    assert kube.get(CONFIGMAPS, "fenced", namespace)["data"] == {"k": "1"}
+
+
+def test_a_client_without_connect_retries_gives_up_at_its_timeout(kube: Any) -> None:
+    single = kube.without_connect_retries()
+    assert single.api_client.configuration.retries.total == 0
+    assert kube.api_client.configuration.retries.total == 3  # the original keeps its own

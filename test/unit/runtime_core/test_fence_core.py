@@ -70,3 +70,13 @@ def test_closing_the_fence_interrupts_a_sleep() -> None:
     assert not thread.is_alive()
     assert [str(e) for e in outcome] == ["refused a 429's Retry-After: leadership lost"]
     assert clock.monotonic() == 0.0  # no time had to pass
+
+
+def test_interrupting_waits_wakes_sleepers_but_lets_writes_through() -> None:
+    clock = FakeClock()
+    fence = WriteFence(clock=clock)
+    fence.interrupt_waits("shutting down")
+    with pytest.raises(NotLeader, match="shutting down"):
+        fence.sleep(30, "backoff")
+    fence.check("PUT status")  # the drain still records what its passes did
+    assert not fence.closed

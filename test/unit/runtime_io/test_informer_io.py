@@ -291,3 +291,45 @@ def test_throttled_list_waits_out_retry_after(
     wait_until(lambda: len(list_watch_client.list_calls) == 1)
     advance_until(clock, informer.has_synced, step=1.0)
     assert clock.monotonic() >= 20.0  # not the 0.2 s of a first backoff
+
+
+def test_watches_that_keep_breaking_after_working_reconnect_without_growing_delays(
+    advance_until: Callable,
+    make_obj: Callable,
+    list_watch_client: Any,
+    make_informer: Callable,
+    clock: FakeClock,
+) -> None:
+    # A flaky network: every watch delivers an event, then the connection breaks. Each
+    # watch worked, so none may stretch the next reconnect towards the 30 s cap.
+    informer, recorder = make_informer()
+    informer.start()
+    delays = []
+    for n in range(1, 8):
+        watch = list_watch_client.wait_for_watch(n)
+        watch.feed({"type": "ADDED", "object": make_obj(f"o{n}", rv=str(200 + n))})
+        watch.feed(ServerError(500, "InternalError", "connection reset"))
+        broke_at = clock.monotonic()
+        advance_until(clock, lambda n=n: len(list_watch_client.watches) > n, step=0.02)
+        delays.append(clock.monotonic() - broke_at)
+    # The initial backoff (at most 0.2 s) every time, give or take the polling steps;
+    # without the reset the seventh reconnect alone would wait at least 6.4 s x 0.5.
+    assert max(delays) < 1.0
+    assert list_watch_client.wait_for_watch(8).resource_version == "207"
+    assert [call[1] for call in recorder.snapshot()] == [f"o{n}" for n in range(1, 8)]
+
+
+def test_watches_that_break_at_once_still_back_off(
+    advance_until: Callable, list_watch_client: Any, make_informer: Callable, clock: FakeClock
+) -> None:
+    informer, _ = make_informer()
+    informer.start()
+    delays = []
+    for n in range(1, 6):
+        list_watch_client.wait_for_watch(n).feed(ServerError(500, "InternalError", "refused"))
+        broke_at = clock.monotonic()
+        advance_until(clock, lambda n=n: len(list_watch_client.watches) > n, step=0.02)
+        delays.append(clock.monotonic() - broke_at)
+    # Doubling: the fifth reconnect waits at least 3.2 s x 0.5 (the first at most 0.2 s),
+    # so an API server that is down is not hammered.
+    assert delays[-1] >= 1.6
