@@ -9,7 +9,7 @@ KUBECTL ?= kubectl
 DIST ?= dist
 
 .PHONY: help venv sandbox tour run test test-unit test-integration test-e2e test-e2e-kind lint \
-        manifests helm-package install uninstall deploy undeploy docker-build bench lock sbom clean
+        manifests helm-package install uninstall deploy undeploy docker-build bench lock sbom soak soak-short clean
 
 help: ## List the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -53,6 +53,12 @@ test-e2e: $(STAMP) ## The operator as a process, driven with kubectl, on the emu
 
 bench: $(STAMP) ## Print scale and latency figures (never asserted)
 	$(BIN)/python test/bench/run.py $(ARGS)
+
+soak: $(STAMP) ## Chaos soak: 200 CRs, two replicas, faults, kills, a freeze (minutes; not in `make test`)
+	$(BIN)/python test/soak/soak.py $(ARGS)
+
+soak-short: $(STAMP) ## The bounded soak that `make test` also runs (under a minute)
+	$(BIN)/python test/soak/soak.py --short $(ARGS)
 
 manifests: $(STAMP) ## Regenerate the CRD (config/crd and the Helm chart's copy) and deploy/install.yaml
 	$(BIN)/python hack/generate_manifests.py

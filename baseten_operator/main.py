@@ -38,7 +38,7 @@ STUCK_PASS_DEADLINES = 2
 
 
 def user_agent(identity: str) -> str:
-    """Names the replica in every Baseten request, so audit logs tell replicas apart."""
+    """Names the replica in every Baseten and Kubernetes request: audit logs tell replicas apart."""
     try:
         release = version("baseten-operator")
     except PackageNotFoundError:
@@ -182,6 +182,8 @@ def run_operator(options: OperatorOptions) -> int:
     )
     if options.enable_http2:
         log.warning("--enable-http2 is accepted but not implemented: serving HTTP/1.1")
+    # Kubernetes writes name the replica too (audit logs, the soak's fencing checks).
+    kube.api_client.user_agent = user_agent(identity)
     manager = build_operator(
         options,
         kube=kube,

@@ -1,4 +1,4 @@
-"""The request pipeline: routing, auth, injected faults, rate limits, audit."""
+"""The request pipeline: routing, auth, request log, injected faults, rate limits, audit."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from urllib.parse import quote
 from baseten_operator.runtime.clock import Clock
 from baseten_operator.sim.baseten import rest
 from baseten_operator.sim.baseten.access import check_route
-from baseten_operator.sim.baseten.audit import AuditLog
+from baseten_operator.sim.baseten.audit import AuditLog, RequestLog
 from baseten_operator.sim.baseten.engine import SimEngine
 from baseten_operator.sim.baseten.errors import SimError
 from baseten_operator.sim.baseten.faults import Fault, FaultInjector, omit_members
@@ -64,6 +64,7 @@ class SimApp:
         faults: FaultInjector,
         limiter: RateLimiter,
         audit: AuditLog,
+        requests: RequestLog,
         control: Callable[[Request], Response],
         keys: KeyRing | None = None,
     ) -> None:
@@ -76,6 +77,7 @@ class SimApp:
         self._faults = faults
         self._limiter = limiter
         self._audit = audit
+        self._requests = requests
         self._control = control
 
     def __call__(self, request: Request) -> Response | None:
@@ -103,6 +105,13 @@ class SimApp:
         self, request: Request, endpoints: list[str], proceed: Callable[[], Response]
     ) -> Response | None:
         fault = self._faults.take(endpoints)
+        self._requests.record(
+            method=request.method,
+            path=request.path,
+            time=self._clock.now(),
+            user_agent=request.headers.get("user-agent"),
+            fault=fault.kind if fault is not None else None,
+        )
         if fault is None:
             return proceed()
         return self._apply_fault(fault, request, proceed)
@@ -139,6 +148,7 @@ class SimApp:
             status=status,
             endpoint=endpoint,
             key=caller.label,
+            user_agent=request.headers.get("user-agent"),
         )
 
     # ----------------------------------------------------------------- REST

@@ -8,7 +8,7 @@ from pydantic import ValidationError
 
 from baseten_operator.runtime.clock import Clock, RealClock
 from baseten_operator.sim.baseten.app import SimApp
-from baseten_operator.sim.baseten.audit import AuditLog
+from baseten_operator.sim.baseten.audit import AuditLog, RequestLog
 from baseten_operator.sim.baseten.control import ControlApi
 from baseten_operator.sim.baseten.engine import LifecycleDurations, SimEngine
 from baseten_operator.sim.baseten.errors import bad_request, not_found
@@ -55,6 +55,7 @@ class BasetenSimulator:
         self.rate_limiter.configure(enabled=rate_limits)
         self._audit = AuditLog()
         self.keys = KeyRing(api_key)
+        self._requests = RequestLog()
         self._host = host
         self._port = port
         self._url: str | None = None
@@ -69,6 +70,7 @@ class BasetenSimulator:
             faults=self.faults,
             limiter=self.rate_limiter,
             audit=self._audit,
+            requests=self._requests,
             control=ControlApi(self._control_operations()),
             keys=self.keys,
         )
@@ -222,6 +224,10 @@ class BasetenSimulator:
     def audit_log(self) -> list[dict]:
         return self._audit.entries()
 
+    def request_log(self, since: int | str = 0) -> list[dict]:
+        """Every request served (GETs and faulted ones included), from index `since` on."""
+        return self._requests.entries(int(since))
+
     def uploaded_files(self, deployment_id: str) -> dict[str, str]:
         return self.engine.uploaded_files(deployment_id)
 
@@ -232,6 +238,7 @@ class BasetenSimulator:
         self.rate_limiter.reset()
         self._audit.clear()
         self.keys.reset()
+        self._requests.clear()
 
     def _control_operations(self) -> dict[str, Any]:
         return {
@@ -253,6 +260,7 @@ class BasetenSimulator:
             "configure_rate_limits": self.configure_rate_limits,
             "tick": self.tick,
             "audit_log": self.audit_log,
+            "request_log": self.request_log,
             "uploaded_files": self.uploaded_files,
             "reset": self.reset,
         }

@@ -34,6 +34,8 @@ Fault injection, in process or as JSON over HTTP (`POST /_sim/faults`):
     server.clear_faults()                {"action": "clear"}
     server.reset()                       {"action": "reset"}  (fresh state, faults cleared)
 `GET /_sim/state` answers {"resourceVersion": "...", "watches": <open watch streams>}.
+`GET /_sim/writes?since=N` lists every write request received (verb, resource, namespace, name,
+subresource, User-Agent, time) from index N on; `server.writes` is the same log in process.
 
 `stop()` hangs up on every client; a later `start()` serves the same state on the same port
 (an API server outage). `/openapi/v3` advertises `fieldValidation` so kubectl leaves validation

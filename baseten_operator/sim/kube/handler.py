@@ -29,6 +29,7 @@ from .resources import ResourceType
 from .selectors import FieldSelector, LabelSelector
 from .store import PATCH_TYPES
 from .watch import Delivery, Watcher
+from .writelog import WRITE_VERBS
 
 if TYPE_CHECKING:
     from .server import KubeApiServer
@@ -201,7 +202,7 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
         try:
             raw = self._read_body()
             if url.path.startswith("/_sim/"):
-                self._sim(method, url.path, raw)
+                self._sim(method, url.path, query, raw)
                 return
             if api.faults.latency > 0:
                 time.sleep(api.faults.latency)
@@ -220,12 +221,15 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
 
     # ---- the fault-injection API ---------------------------------------------------
 
-    def _sim(self, method: str, path: str, raw: bytes) -> None:
+    def _sim(self, method: str, path: str, query: dict[str, str], raw: bytes) -> None:
         api = self.server.api
         if path == "/_sim/state" and method == "GET":
             self._send_json(
                 200, {"resourceVersion": str(api.store.rv), "watches": api.watch_count()}
             )
+        elif path == "/_sim/writes" and method == "GET":
+            since = int(query.get("since") or 0)
+            self._send_json(200, api.writes.entries(since))
         elif path == "/_sim/faults" and method == "POST":
             try:
                 payload = json.loads(raw or b"{}")
@@ -267,6 +271,15 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
             self._answer_review(method, target, raw)
             return
         verb = _verb(method, target, query)
+        if verb in WRITE_VERBS:
+            api.writes.record(
+                verb=verb,
+                resource=target.rt.plural,
+                namespace=target.namespace,
+                name=target.name,
+                subresource=target.subresource,
+                user_agent=self.headers.get("User-Agent"),
+            )
         failure = api.faults.failure_for(verb, target.rt.plural, target.rt.group)
         if failure is not None:
             raise failure

@@ -15,6 +15,7 @@ from .auth import ADMIN_TOKEN, Authority
 from .faults import Faults
 from .handler import KubeHTTPServer
 from .store import Store
+from .writelog import WriteLog
 
 log = structlog.get_logger(__name__)
 
@@ -38,6 +39,7 @@ class KubeApiServer:
         self.store = Store(self.clock, history_limit)
         self.faults = Faults()
         self.auth = Authority(self.store)
+        self.writes = WriteLog()
         self._httpd: KubeHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -130,6 +132,7 @@ class KubeApiServer:
     def reset(self) -> None:
         self.clear_faults()
         self.store.reset()
+        self.writes.clear()
 
     def watch_count(self) -> int:
         return self.store.watch_count()

@@ -248,3 +248,30 @@ def test_concurrent_promotions_admit_exactly_one(sim: BasetenSimulator) -> None:
     with ThreadPoolExecutor(len(deployments)) as pool:
         codes = sorted(pool.map(promote, deployments))
     assert codes == [200] + [409] * 7
+
+
+def test_logs_keep_the_user_agent_and_every_request(
+    sim: BasetenSimulator, http: requests.Session
+) -> None:
+    """The User-Agent tells operator replicas apart; the request log has reads and faulted calls."""
+    mid = sim.seed_model("m")["id"]
+    http.headers["User-Agent"] = "baseten-operator/0.1 (host_abc)"
+    http.get(f"{sim.api_url}/models/{mid}")
+    sim.inject_fault("delete_model", "5xx", 1)
+    http.delete(f"{sim.api_url}/models/{mid}")
+    http.delete(f"{sim.api_url}/models/{mid}")
+    assert [(e["method"], e["user_agent"]) for e in sim.audit_log()] == [
+        ("DELETE", "baseten-operator/0.1 (host_abc)")
+    ]
+    requested = [(e["method"], e["path"], e["fault"]) for e in sim.request_log()]
+    assert requested == [
+        ("GET", f"/v1/models/{mid}", None),
+        ("DELETE", f"/v1/models/{mid}", "5xx"),
+        ("DELETE", f"/v1/models/{mid}", None),
+    ]
+    assert {e["user_agent"] for e in sim.request_log()} == {"baseten-operator/0.1 (host_abc)"}
+    later = requests.get(f"{sim.url}/_sim/request_log", params={"since": 2}, timeout=5).json()
+    assert [e["method"] for e in later] == ["DELETE"]
+    sim.inject_fault("*", "5xx", 5)
+    requests.post(f"{sim.url}/_sim/clear_faults", json={}, timeout=5).raise_for_status()
+    assert http.get(f"{sim.api_url}/models").status_code == 200
