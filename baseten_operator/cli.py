@@ -1,4 +1,4 @@
-"""`baseten-operator` command line: run | sandbox | crd."""
+"""`baseten-operator` command line: run | plan | sandbox | crd."""
 
 from __future__ import annotations
 
@@ -173,6 +173,12 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("run", help="run the operator against a cluster")
     add_operator_flags(run)
+    plan = commands.add_parser(
+        "plan", help="print what the next Reconcile pass would do, and do nothing"
+    )
+    from baseten_operator.plan.command import add_plan_arguments
+
+    add_plan_arguments(plan)
     add_sandbox_command(commands)
     commands.add_parser("crd", help="print the BasetenModel CustomResourceDefinition (YAML)")
     return parser
@@ -184,6 +190,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from baseten_operator.main import run_operator
 
         return run_operator(options_from_args(args))
+    if args.command == "plan":
+        from baseten_operator.plan.command import run_plan
+
+        return run_plan(args)
     if args.command == "sandbox":
         from baseten_operator.sandbox.command import run_sandbox
 

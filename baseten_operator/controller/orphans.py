@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 import structlog
@@ -41,6 +42,26 @@ def cleanup_due(p: Pass) -> bool:
 def clean_up_orphans(p: Pass, model_id: str, source: str) -> None:
     if not cleanup_due(p):
         return
+    review = review_model_orphans(p, model_id, source)
+    if review is None:
+        return
+    scaled_in = _scale_in(p, model_id, review.to_scale_in)
+    deleted = _delete(p, model_id, review.to_delete)
+    if scaled_in:
+        p.event(
+            EventReason.ORPHAN_DEPLOYMENTS_SCALED_IN, messages.orphans_scaled_in_event(scaled_in)
+        )
+    if deleted:
+        p.event(EventReason.ORPHAN_DEPLOYMENTS_DELETED, messages.orphans_deleted_event(deleted))
+    count_orphans(len(scaled_in), len(deleted))
+    gone = set(scaled_in) | set(deleted)
+    holding = [o for o in review.orphans if o.name not in gone and _holds_replicas(o)]
+    record_orphans_holding_replicas(p.namespace, p.name, p.spec.model_name, len(holding))
+    p.status.last_cleanup_time = rfc3339(p.deps.clock)
+
+
+def review_model_orphans(p: Pass, model_id: str, source: str) -> OrphanReview | None:
+    """The verdicts of this pass's cleanup, read from Baseten; None when listing failed."""
     cleanup = p.spec.orphan_deployment_cleanup
     assert cleanup is not None
     baseten = p.deps.baseten
@@ -51,7 +72,7 @@ def clean_up_orphans(p: Pass, model_id: str, source: str) -> None:
         log.warning(
             "orphan cleanup: listing failed, retrying next pass", key=p.key, error=str(error)
         )
-        return
+        return None
 
     unknown = unknown_environment_member(environments)
     if unknown is not None:
@@ -63,23 +84,11 @@ def clean_up_orphans(p: Pass, model_id: str, source: str) -> None:
             environment=unknown[0],
             missing=unknown[1],
         )
-        return
+        return None
 
     protected = protected_sources(p, source)
-    orphans = find_orphans(deployments, environments, protected)
-    scaled_in = _scale_in(p, model_id, orphans) if cleanup.scale_to_zero else []
-    deleted = _delete_stale(p, model_id, orphans, protected, cleanup)
-    if scaled_in:
-        p.event(
-            EventReason.ORPHAN_DEPLOYMENTS_SCALED_IN, messages.orphans_scaled_in_event(scaled_in)
-        )
-    if deleted:
-        p.event(EventReason.ORPHAN_DEPLOYMENTS_DELETED, messages.orphans_deleted_event(deleted))
-    count_orphans(len(scaled_in), len(deleted))
-    gone = set(scaled_in) | set(deleted)
-    holding = [o for o in orphans if o.name not in gone and _holds_replicas(o)]
-    record_orphans_holding_replicas(p.namespace, p.name, p.spec.model_name, len(holding))
-    p.status.last_cleanup_time = rfc3339(p.deps.clock)
+    now = p.deps.clock.now()
+    return review_orphans(deployments, environments, protected, cleanup, now, p.deps.timing.day)
 
 
 def protected_sources(p: Pass, source: str) -> set[str]:
@@ -166,12 +175,93 @@ def find_orphans(
     ]
 
 
+@dataclass(frozen=True)
+class OrphanVerdict:
+    """What cleanup does to one deployment that serves no environment, and why."""
+
+    name: str
+    id: str
+    scale_in: bool
+    delete: bool
+    reason: str
+
+
+@dataclass(frozen=True)
+class OrphanReview:
+    verdicts: list[OrphanVerdict]  # every orphan, in Baseten's listing order
+    orphans: list[DeploymentV1]
+    to_scale_in: list[DeploymentV1]
+    to_delete: list[DeploymentV1]  # in deletion order
+
+
+def review_orphans(
+    deployments: list[DeploymentV1],
+    environments: list[EnvironmentV1],
+    protected: set[str],
+    cleanup: OrphanDeploymentCleanup,
+    now: float,
+    day: float,
+) -> OrphanReview:
+    """Section 8's verdicts, pure: the cleanup acts on them and `plan` prints them."""
+    orphans = find_orphans(deployments, environments, protected)
+    to_scale_in = [o for o in orphans if cleanup.scale_to_zero and _min_replica(o)]
+    delete_reasons = _delete_verdicts(orphans, protected, cleanup, now, day)
+    to_delete = [o for o, reason in delete_reasons if reason is None]
+    reasons = {o.id: reason for o, reason in delete_reasons}
+    verdicts = []
+    for orphan in orphans:
+        scale_in = orphan in to_scale_in
+        kept = reasons.get(orphan.id, "deletion is off")
+        deleted = orphan.id in reasons and kept is None
+        parts = [f"scale in (minReplicas {_min_replica(orphan)}→0)"] if scale_in else []
+        parts.append("delete: stale" if deleted else f"kept: {kept}")
+        verdicts.append(OrphanVerdict(orphan.name, orphan.id, scale_in, deleted, "; ".join(parts)))
+    return OrphanReview(verdicts, orphans, to_scale_in, to_delete)
+
+
+def _min_replica(deployment: DeploymentV1) -> int:
+    settings = deployment.autoscaling_settings
+    return (settings.min_replica or 0) if settings else 0
+
+
+def _created(deployment: DeploymentV1) -> float:
+    return deployment.created_at.timestamp() if deployment.created_at else float("-inf")
+
+
+def _delete_verdicts(
+    orphans: list[DeploymentV1],
+    protected: set[str],
+    cleanup: OrphanDeploymentCleanup,
+    now: float,
+    day: float,
+) -> list[tuple[DeploymentV1, str | None]]:
+    """Each orphan with why it is kept (None: deleted), deletions in the order they run."""
+    if not cleanup.delete or cleanup.delete_after_days is None or cleanup.min_to_keep is None:
+        return []
+    newest_first = sorted(orphans, key=_created, reverse=True)
+    newest: str | None = f"among the {cleanup.min_to_keep} newest (minToKeep)"
+    candidates = sorted(newest_first[cleanup.min_to_keep :], key=_created)
+    # Unrelated leftovers go before same-source variants (a rollback is likelier to want those).
+    ordered = [d for d in candidates if not _is_variant(d, protected)] + [
+        d for d in candidates if _is_variant(d, protected)
+    ]
+    max_age = cleanup.delete_after_days * day
+    verdicts = [(o, newest) for o in newest_first[: cleanup.min_to_keep]]
+    for orphan in ordered:
+        reason: str | None = None
+        if orphan.status not in _DELETABLE:
+            reason = f"status {orphan.status} is not deletable"
+        elif orphan.created_at is None:
+            reason = "no creation time"
+        elif now - orphan.created_at.timestamp() <= max_age:
+            reason = f"not older than {cleanup.delete_after_days} days (deleteAfterDays)"
+        verdicts.append((orphan, reason))
+    return verdicts
+
+
 def _scale_in(p: Pass, model_id: str, orphans: list[DeploymentV1]) -> list[str]:
     scaled = []
     for orphan in orphans:
-        settings = orphan.autoscaling_settings
-        if settings is None or not settings.min_replica:
-            continue
         try:
             p.deps.baseten.update_deployment_autoscaling(model_id, orphan.id, {"min_replica": 0})
         except BasetenAPIError as error:
@@ -183,33 +273,9 @@ def _scale_in(p: Pass, model_id: str, orphans: list[DeploymentV1]) -> list[str]:
     return scaled
 
 
-def _created(deployment: DeploymentV1) -> float:
-    return deployment.created_at.timestamp() if deployment.created_at else float("-inf")
-
-
-def _delete_stale(
-    p: Pass,
-    model_id: str,
-    orphans: list[DeploymentV1],
-    protected: set[str],
-    cleanup: OrphanDeploymentCleanup,
-) -> list[str]:
-    if not cleanup.delete or cleanup.delete_after_days is None or cleanup.min_to_keep is None:
-        return []
-    newest_first = sorted(orphans, key=_created, reverse=True)
-    candidates = sorted(newest_first[cleanup.min_to_keep :], key=_created)
-    # Unrelated leftovers go before same-source variants (a rollback is likelier to want those).
-    ordered = [d for d in candidates if not _is_variant(d, protected)] + [
-        d for d in candidates if _is_variant(d, protected)
-    ]
-    max_age = cleanup.delete_after_days * p.deps.timing.day
-    now = p.deps.clock.now()
+def _delete(p: Pass, model_id: str, orphans: list[DeploymentV1]) -> list[str]:
     deleted = []
-    for orphan in ordered:
-        if orphan.status not in _DELETABLE or orphan.created_at is None:
-            continue
-        if now - orphan.created_at.timestamp() <= max_age:
-            continue
+    for orphan in orphans:
         try:
             p.deps.baseten.delete_deployment(model_id, orphan.id)
         except BasetenAPIError as error:

@@ -233,7 +233,7 @@ def test_the_installed_operator_needs_nothing_the_wheel_leaves_out(
         env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout) == ["crd", "run"]  # no `sandbox` without its package
+    assert json.loads(done.stdout) == ["crd", "plan", "run"]  # no `sandbox` without its package
 
 
 # --------------------------------------------------------------------------- SBOM

@@ -1,0 +1,181 @@
+"""The typed actions of a plan: each one a Baseten write the pass would make.
+
+`type` and the fields are the versioned JSON schema (docs/plan.md, plan.schema.json):
+add fields, never rename them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+
+def camel(name: str) -> str:
+    """JSON field names are the CR's style: camelCase."""
+    head, *rest = name.split("_")
+    return head + "".join(part.capitalize() for part in rest)
+
+
+def _render(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _settings(settings: dict[str, Any] | None) -> str:
+    if not settings:
+        return "{}"
+    return "{" + ", ".join(f"{k}: {_render(v)}" for k, v in settings.items()) + "}"
+
+
+@dataclass(frozen=True)
+class Action:
+    type: ClassVar[str]
+
+    def to_json(self) -> dict[str, Any]:
+        fields = dataclasses.asdict(self)
+        return {"type": self.type, **{camel(key): value for key, value in fields.items()}}
+
+    def describe(self) -> str:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class SettingChange:
+    field: str
+    old: Any
+    new: Any
+
+    def __str__(self) -> str:
+        return f"{self.field} {_render(self.old)}→{_render(self.new)}"
+
+
+@dataclass(frozen=True)
+class CreateEnvironment(Action):
+    type: ClassVar[str] = "create-environment"
+    environment: str
+    autoscaling_settings: dict[str, Any] | None
+    promotion_settings: dict[str, Any] | None
+
+    def describe(self) -> str:
+        return (
+            f"create environment {self.environment} (autoscaling "
+            f"{_settings(self.autoscaling_settings)}, promotion "
+            f"{_settings(self.promotion_settings)})"
+        )
+
+
+@dataclass(frozen=True)
+class UpdateEnvironment(Action):
+    type: ClassVar[str] = "update-environment"
+    environment: str
+    changes: list[SettingChange]
+    autoscaling_settings: dict[str, Any] | None
+    promotion_settings: dict[str, Any] | None
+
+    def describe(self) -> str:
+        changes = ", ".join(str(c) for c in self.changes) or _settings(
+            {**(self.autoscaling_settings or {}), **(self.promotion_settings or {})}
+        )
+        return f"update environment {self.environment}: {changes}"
+
+
+@dataclass(frozen=True)
+class Push(Action):
+    type: ClassVar[str] = "push"
+    deployment: str
+    model: str
+    creates_model: bool
+
+    def describe(self) -> str:
+        creates = " (creates the model)" if self.creates_model else ""
+        return f"push trussConfig as deployment {self.deployment} of {self.model}{creates}"
+
+
+@dataclass(frozen=True)
+class Promote(Action):
+    type: ClassVar[str] = "promote"
+    environment: str
+    current: str | None
+    deployment: str
+    deployment_id: str
+    scale_down_previous_deployment: bool
+    preserve_env_instance_type: bool
+
+    def describe(self) -> str:
+        return (
+            f"promote in {self.environment}: {self.current or '(none)'} → {self.deployment} "
+            f"(scale_down_previous_deployment={_render(self.scale_down_previous_deployment)}, "
+            f"preserve_env_instance_type={_render(self.preserve_env_instance_type)})"
+        )
+
+
+@dataclass(frozen=True)
+class Retry(Action):
+    type: ClassVar[str] = "retry"
+    deployment: str
+    deployment_id: str
+
+    def describe(self) -> str:
+        return f"retry failed deployment {self.deployment}"
+
+
+@dataclass(frozen=True)
+class Activate(Action):
+    """Activate an INACTIVE deployment: the source to promote, or the current one (reactivate)."""
+
+    type: ClassVar[str] = "activate"
+    deployment: str
+    deployment_id: str
+    reactivate: bool
+
+    def describe(self) -> str:
+        what = "reactivate the current deployment" if self.reactivate else "activate source"
+        return f"{what} {self.deployment}"
+
+
+@dataclass(frozen=True)
+class Deactivate(Action):
+    type: ClassVar[str] = "deactivate"
+    deployment: str
+    deployment_id: str
+
+    def describe(self) -> str:
+        return f"deactivate deployment {self.deployment}"
+
+
+@dataclass(frozen=True)
+class ScaleInOrphan(Action):
+    type: ClassVar[str] = "scale-in-orphan"
+    deployment: str
+    deployment_id: str
+    autoscaling_settings: dict[str, Any]
+
+    def describe(self) -> str:
+        return f"scale in orphan {self.deployment} {_settings(self.autoscaling_settings)}"
+
+
+@dataclass(frozen=True)
+class DeleteOrphan(Action):
+    type: ClassVar[str] = "delete-orphan"
+    deployment: str
+    deployment_id: str
+
+    def describe(self) -> str:
+        return f"delete orphan {self.deployment}"
+
+
+@dataclass(frozen=True)
+class DeleteModel(Action):
+    type: ClassVar[str] = "delete-model"
+    model: str
+    model_id: str
+    deletion_policy: str
+    guardrails: str  # "clear": no environment serves; "not checked": policy Delete
+
+    def describe(self) -> str:
+        return (
+            f"delete model {self.model} ({self.model_id}), deletion_policy "
+            f"{self.deletion_policy}, guardrails {self.guardrails}"
+        )

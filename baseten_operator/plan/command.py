@@ -1,0 +1,119 @@
+"""`baseten-operator plan`: its flags, and the run from inputs to output and exit code."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from baseten_operator.baseten.client import DEFAULT_TIMEOUT
+from baseten_operator.baseten.errors import ConfigError
+from baseten_operator.controller.timing import Timing
+from baseten_operator.plan.inputs import (
+    DEFAULT_NAMESPACE,
+    ConfigMaps,
+    InputError,
+    PlanInputs,
+    from_manifests,
+    live_models,
+    read_manifests,
+    with_live_state,
+)
+from baseten_operator.plan.planner import ModelPlan, Planner
+from baseten_operator.plan.render import has_changes, has_errors, to_json, to_table
+from baseten_operator.plan.world import RecordingBaseten, read_only_client_from_env
+from baseten_operator.runtime.client import ApiError, KubeClient
+from baseten_operator.runtime.clock import RealClock
+from baseten_operator.runtime.logging import configure_logging
+
+# Like `terraform plan -detailed-exitcode`.
+EXIT_NO_CHANGES = 0
+EXIT_ERROR = 1
+EXIT_CHANGES = 2
+
+
+def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "-f",
+        "--filename",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="manifests to plan: a YAML/JSON file, a directory, or - for stdin (repeatable)",
+    )
+    parser.add_argument(
+        "--cluster",
+        action="store_true",
+        help="read the cluster: the live BasetenModels (without -f), their recorded status "
+        "(with -f), and the setup-script ConfigMaps the manifests lack",
+    )
+    parser.add_argument("-n", "--namespace", default=None, help="namespace (default: default)")
+    parser.add_argument(
+        "-A", "--all-namespaces", action="store_true", help="with --cluster: every namespace"
+    )
+    parser.add_argument("--kubeconfig", default=None, help="kubeconfig path (with --cluster)")
+    parser.add_argument("-o", "--output", choices=["table", "json"], default="table")
+    parser.add_argument(
+        "--detailed-exitcode",
+        action="store_true",
+        help="exit 0 with no changes, 2 with changes pending, 1 on error",
+    )
+    parser.add_argument(
+        "--destroy", action="store_true", help="plan the deletion of the given BasetenModels"
+    )
+    parser.add_argument(
+        "--time-scale",
+        type=float,
+        default=1.0,
+        help="the operator's --time-scale (tests, sandbox): durations it decides by",
+    )
+    parser.add_argument("--baseten-timeout", type=float, default=DEFAULT_TIMEOUT)
+
+
+def _kube(args: argparse.Namespace) -> KubeClient | None:
+    if not args.cluster:
+        return None
+    return KubeClient.from_kubeconfig(args.kubeconfig) if args.kubeconfig else KubeClient.auto()
+
+
+def gather_inputs(args: argparse.Namespace, kube: Any) -> PlanInputs:
+    namespace = args.namespace or DEFAULT_NAMESPACE
+    if args.filename:
+        inputs = from_manifests(read_manifests(args.filename), namespace, kube)
+        if kube is not None:
+            inputs.models = [with_live_state(obj, kube) for obj in inputs.models]
+        return inputs
+    scope = None if args.all_namespaces else namespace
+    return PlanInputs(live_models(kube, scope), ConfigMaps(kube=kube))
+
+
+def run_plan(args: argparse.Namespace) -> int:
+    # Logs go to stderr, warnings only: stdout is the plan.
+    configure_logging("warning", "console", stream=sys.stderr)
+    if not args.filename and not args.cluster:
+        print("baseten-operator plan: give -f PATH or --cluster", file=sys.stderr)
+        return EXIT_ERROR
+    try:
+        client = read_only_client_from_env(args.baseten_timeout)
+        kube = _kube(args)
+        inputs = gather_inputs(args, kube)
+        planner = Planner(
+            RecordingBaseten(client),
+            inputs.configmaps,
+            RealClock(),
+            Timing.scaled(args.time_scale),
+        )
+        plans = planner.plan(inputs.models, destroy=args.destroy)
+    except (ConfigError, InputError, ApiError, OSError) as error:
+        print(f"baseten-operator plan: {error}", file=sys.stderr)
+        return EXIT_ERROR
+    sys.stdout.write(to_json(plans) if args.output == "json" else to_table(plans))
+    return exit_code(plans, detailed=args.detailed_exitcode)
+
+
+def exit_code(plans: list[ModelPlan], *, detailed: bool) -> int:
+    if has_errors(plans):
+        return EXIT_ERROR
+    if detailed and has_changes(plans):
+        return EXIT_CHANGES
+    return EXIT_NO_CHANGES

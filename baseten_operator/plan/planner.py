@@ -1,0 +1,283 @@
+"""Run the next Reconcile pass of each BasetenModel in the recording world; collect its plan.
+
+The pass is the operator's own (`BasetenModelReconciler`): every decision a plan shows
+is the one the pass makes, from the same code. Only its writes are intercepted.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+
+from baseten_operator.api.constants import (
+    DELETE_BLOCKED,
+    DELETE_FAILED,
+    FAILED,
+    FINALIZER,
+    TRUSS_PUSHING,
+    DeletionPolicy,
+    EventReason,
+    Mode,
+)
+from baseten_operator.api.types import BasetenModelSpec, to_wire
+from baseten_operator.baseten.errors import BasetenAPIError
+from baseten_operator.baseten.settings import detect_drift
+from baseten_operator.controller.context import Dependencies, Pass, ReconcileError, Requeue
+from baseten_operator.controller.deletion import has_finalizer
+from baseten_operator.controller.model_id import resolve_model_id
+from baseten_operator.controller.orphans import OrphanVerdict, review_model_orphans
+from baseten_operator.controller.reconciler import BasetenModelReconciler, parse_spec
+from baseten_operator.controller.status import StatusWriter, parse_status
+from baseten_operator.controller.timing import Timing
+from baseten_operator.plan.actions import Action, DeleteModel, UpdateEnvironment
+from baseten_operator.plan.inputs import ConfigMaps
+from baseten_operator.plan.world import (
+    MemoryKube,
+    RecordedEvent,
+    RecordedEvents,
+    RecordingBaseten,
+    RecordingPusher,
+    WriteRefused,
+    changes_of,
+)
+from baseten_operator.runtime.clock import Clock, parse_rfc3339, rfc3339
+from baseten_operator.runtime.controller import Request, TerminalError
+
+log = structlog.get_logger(__name__)
+
+# Final statuses that say the operator cannot go on until something changes.
+_BLOCKED_STATUSES = frozenset({FAILED, DELETE_BLOCKED, DELETE_FAILED})
+_BLOCKING_EVENTS = frozenset({str(EventReason.PROMOTION_BLOCKED)})
+_NO_WRITES = {
+    Mode.OBSERVE: "Observe mode: the operator reads Baseten and reports, it never writes",
+    Mode.PAUSE: "Pause mode: reconciliation is paused, the operator calls nothing",
+}
+
+
+@dataclass
+class ModelPlan:
+    """What the next pass of one BasetenModel would do."""
+
+    namespace: str
+    name: str
+    model: str
+    environment: str
+    mode: str
+    actions: list[Action] = field(default_factory=list)
+    blockers: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    orphans: list[OrphanVerdict] = field(default_factory=list)
+    events: list[RecordedEvent] = field(default_factory=list)
+    # What the pass would leave in the CR's status.
+    status: dict[str, Any] = field(
+        default_factory=lambda: {"deploymentStatus": None, "message": None}
+    )
+    source: dict[str, Any] | None = None
+    error: str | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+class _Cache:
+    """The informer's interface over the plan's objects."""
+
+    def __init__(self, objects: list[dict[str, Any]]) -> None:
+        self._objects = {(o["metadata"]["namespace"], o["metadata"]["name"]): o for o in objects}
+
+    def get(self, namespace: str | None, name: str) -> dict[str, Any] | None:
+        return self._objects.get((namespace or "", name))
+
+    def siblings(self, model_name: str) -> list[dict[str, Any]]:
+        return [
+            o
+            for o in self._objects.values()
+            if (o.get("spec") or {}).get("modelName") == model_name
+        ]
+
+
+@dataclass
+class Planner:
+    baseten: RecordingBaseten
+    configmaps: ConfigMaps
+    clock: Clock
+    timing: Timing = field(default_factory=Timing)
+    rng: Callable[[], float] = random.random
+
+    def plan(self, objects: list[dict[str, Any]], *, destroy: bool = False) -> list[ModelPlan]:
+        """One plan per object, in order. `destroy`: plan their deletion instead."""
+        prepared = [self._prepare(copy.deepcopy(obj), destroy) for obj in objects]
+        cache = _Cache(prepared)
+        running = {
+            str(status.get("sourceDeploymentName"))
+            for obj in prepared
+            for status in [obj.get("status") or {}]
+            if status.get("trussPushStatus") == TRUSS_PUSHING
+        }
+        return [self._plan_one(obj, cache, running) for obj in prepared]
+
+    def _prepare(self, obj: dict[str, Any], destroy: bool) -> dict[str, Any]:
+        meta = obj.setdefault("metadata", {})
+        meta.setdefault("resourceVersion", "0")
+        spec, _ = parse_spec(obj)
+        if destroy:
+            meta["deletionTimestamp"] = rfc3339(self.clock)
+        deleting = bool(meta.get("deletionTimestamp"))
+        if (
+            spec is not None
+            and not has_finalizer(obj)
+            and (destroy or (not deleting and spec.effective_mode != Mode.PAUSE))
+        ):
+            # The next real pass only adds the finalizer; the plan shows the pass after it.
+            meta["finalizers"] = [*(meta.get("finalizers") or []), FINALIZER]
+        return obj
+
+    def _deps(
+        self, kube: MemoryKube, events: RecordedEvents, cache: _Cache, running: set[str]
+    ) -> Dependencies:
+        return Dependencies(
+            kube=kube,
+            baseten=self.baseten,
+            recorder=events,
+            clock=self.clock,
+            timing=self.timing,
+            models=cache,
+            configmaps=self.configmaps,
+            siblings=cache.siblings,
+            pusher=RecordingPusher(self.baseten, running),
+            random=self.rng,
+        )
+
+    def _plan_one(self, obj: dict[str, Any], cache: _Cache, running: set[str]) -> ModelPlan:
+        meta = obj["metadata"]
+        raw_spec = obj.get("spec") or {}
+        spec, _ = parse_spec(obj)
+        result = ModelPlan(
+            namespace=meta["namespace"],
+            name=meta["name"],
+            model=str(raw_spec.get("modelName") or ""),
+            environment=str((raw_spec.get("environment") or {}).get("name") or ""),
+            mode=str(spec.effective_mode) if spec else str(raw_spec.get("mode") or ""),
+        )
+        kube = MemoryKube()
+        events = RecordedEvents()
+        deps = self._deps(kube, events, cache, running)
+        recording = self.baseten.start_pass()
+        if spec is not None and meta.get("deletionTimestamp"):
+            self._resolve_for_deletion(obj, spec, deps)
+        kube.put(obj)
+        try:
+            BasetenModelReconciler(deps).reconcile(Request(result.namespace, result.name))
+        except (ReconcileError, TerminalError) as ended:
+            result.blockers.append(str(ended))
+        except WriteRefused as refused:
+            result.error = f"the pass tried a write the plan does not know: {refused}"
+        except BasetenAPIError as error:
+            result.error = f"Baseten: {error}"
+        stored = kube.stored(result.namespace, result.name) or obj
+        status = parse_status(stored.get("status"))
+        result.actions = [self._complete(a, spec, status.model_id) for a in recording.actions]
+        result.events = events.events
+        result.status = {
+            "deploymentStatus": status.deployment_status,
+            "message": status.message,
+        }
+        self._explain(result, obj, stored, spec, deps)
+        return result
+
+    def _resolve_for_deletion(
+        self, obj: dict[str, Any], spec: BasetenModelSpec, deps: Dependencies
+    ) -> None:
+        """A manifest planned for deletion may never have been reconciled: its model ID is
+        what the pass before would have resolved (the real lookup, into a throwaway status)."""
+        if parse_status(obj.get("status")).model_id:
+            return
+        writer = StatusWriter(MemoryKube(), obj, self.clock)
+        try:
+            model_id = resolve_model_id(Pass(deps, obj, spec, writer))
+        except (ReconcileError, Requeue):
+            return  # not found: the deletion pass retains nothing, which the plan shows
+        if model_id:
+            obj["status"] = to_wire(writer.status)
+
+    def _complete(
+        self, action: Action, spec: BasetenModelSpec | None, model_id: str | None
+    ) -> Action:
+        """Fill in what only the pass's context knows: a diff's old side, a deletion's policy."""
+        if isinstance(action, UpdateEnvironment) and spec is not None and model_id:
+            environment = self.baseten.environment_seen(model_id, action.environment)
+            if environment is not None:
+                drift = detect_drift(to_wire(spec.environment), environment)
+                return dataclasses.replace(action, changes=changes_of(drift.changes))
+        if isinstance(action, DeleteModel) and spec is not None:
+            guarded = spec.deletion_policy == DeletionPolicy.DELETE_WITH_GUARDRAILS
+            return dataclasses.replace(
+                action,
+                model=spec.model_name,
+                deletion_policy=str(spec.deletion_policy),
+                guardrails="clear" if guarded else "not checked",
+            )
+        return action
+
+    def _explain(
+        self,
+        result: ModelPlan,
+        before: dict[str, Any],
+        after: dict[str, Any],
+        spec: BasetenModelSpec | None,
+        deps: Dependencies,
+    ) -> None:
+        status = parse_status(after.get("status"))
+        if spec is not None and spec.effective_mode in _NO_WRITES:
+            result.notes.append(_NO_WRITES[spec.effective_mode])
+        next_retry = parse_rfc3339(status.next_retry_time)
+        backing_off = next_retry is not None and next_retry > self.clock.now()
+        if backing_off and not result.actions:
+            result.notes.append(f"waiting: next retry at {status.next_retry_time}")
+        elif (
+            status.deployment_status in _BLOCKED_STATUSES
+            and not result.actions
+            and status.message
+            and status.message not in result.blockers
+        ):
+            result.blockers.append(status.message)
+        for event in result.events:
+            if event.reason in _BLOCKING_EVENTS and event.message not in result.blockers:
+                result.blockers.append(event.message)
+        deleting = spec is not None and before.get("metadata", {}).get("deletionTimestamp")
+        deletes = any(isinstance(a, DeleteModel) for a in result.actions)
+        if deleting and not deletes and not result.blockers:
+            result.notes.append(
+                "deletion retains the Baseten model (deletionPolicy, mode, or never resolved)"
+            )
+        if spec is not None and status.truss_push_status == TRUSS_PUSHING and not result.actions:
+            result.notes.append(f"a push of {status.source_deployment_name} is in progress")
+        if status.source_deployment_name:
+            found = self.baseten.recording.found.get(status.source_deployment_name)
+            result.source = {"deployment": status.source_deployment_name, "exists": found}
+        self._orphans(result, before, after, spec, deps)
+
+    def _orphans(
+        self,
+        result: ModelPlan,
+        before: dict[str, Any],
+        after: dict[str, Any],
+        spec: BasetenModelSpec | None,
+        deps: Dependencies,
+    ) -> None:
+        """The cleanup's verdicts on every orphan, when the pass ran the cleanup."""
+        status = parse_status(after.get("status"))
+        ran = status.last_cleanup_time != parse_status(before.get("status")).last_cleanup_time
+        if spec is None or not ran or not status.model_id or not status.source_deployment_name:
+            return
+        p = Pass(deps, after, spec, StatusWriter(MemoryKube(), after, self.clock))
+        review = review_model_orphans(p, status.model_id, status.source_deployment_name)
+        if review is not None:
+            result.orphans = review.verdicts

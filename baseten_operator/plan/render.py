@@ -1,0 +1,107 @@
+"""A plan as a readable table, or as JSON (schema: plan.schema.json, docs/plan.md)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from baseten_operator.plan.planner import ModelPlan
+
+API_VERSION = "plan.baseten.com/v1"
+KIND = "Plan"
+# The JSON Schema of `-o json` (shipped with the package).
+SCHEMA_PATH = Path(__file__).with_name("plan.schema.json")
+
+
+def has_changes(plans: Sequence[ModelPlan]) -> bool:
+    return any(plan.actions for plan in plans)
+
+
+def has_errors(plans: Sequence[ModelPlan]) -> bool:
+    return any(plan.error for plan in plans)
+
+
+def item_json(plan: ModelPlan) -> dict[str, Any]:
+    return {
+        "namespace": plan.namespace,
+        "name": plan.name,
+        "model": plan.model,
+        "environment": plan.environment,
+        "mode": plan.mode,
+        "actions": [action.to_json() for action in plan.actions],
+        "blockers": list(plan.blockers),
+        "notes": list(plan.notes),
+        "orphans": [
+            {
+                "deployment": v.name,
+                "deploymentId": v.id,
+                "scaleIn": v.scale_in,
+                "delete": v.delete,
+                "reason": v.reason,
+            }
+            for v in plan.orphans
+        ],
+        "source": plan.source,
+        "status": plan.status,
+        "events": [{"type": e.type, "reason": e.reason, "message": e.message} for e in plan.events],
+        "error": plan.error,
+    }
+
+
+def to_json(plans: Sequence[ModelPlan]) -> str:
+    document = {
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "changes": has_changes(plans),
+        "items": [item_json(plan) for plan in plans],
+    }
+    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+
+
+def _block(plan: ModelPlan) -> list[str]:
+    lines = [
+        f"{plan.key}  model={plan.model or '?'}  environment={plan.environment or '?'}  "
+        f"mode={plan.mode or '?'}"
+    ]
+    for number, action in enumerate(plan.actions, start=1):
+        lines.append(f"  {number}. {action.describe()}")
+    if plan.error:
+        lines.append(f"  error: {plan.error}")
+    for blocker in plan.blockers:
+        lines.append(f"  blocked: {blocker}")
+    if not plan.actions:
+        why = "; ".join(plan.notes) if plan.notes else ""
+        lines.append(f"  no actions: {why}" if why else "  no changes")
+    else:
+        lines.extend(f"  note: {note}" for note in plan.notes)
+    if plan.source is not None:
+        exists = plan.source.get("exists")
+        known = "" if exists is None else (" (exists)" if exists else " (not in Baseten yet)")
+        lines.append(f"  source: {plan.source['deployment']}{known}")
+    if plan.orphans:
+        lines.append("  orphans:")
+        lines.extend(f"    {v.name}: {v.reason}" for v in plan.orphans)
+    return lines
+
+
+def to_table(plans: Sequence[ModelPlan]) -> str:
+    if not plans:
+        return "no BasetenModels to plan\n"
+    lines: list[str] = []
+    for plan in plans:
+        lines.extend(_block(plan))
+        lines.append("")
+    changed = sum(1 for plan in plans if plan.actions)
+    actions = sum(len(plan.actions) for plan in plans)
+    blocked = sum(1 for plan in plans if plan.blockers)
+    summary = (
+        f"Plan: {actions} actions on {changed} of {len(plans)} BasetenModels"
+        if actions
+        else f"Plan: no changes ({len(plans)} BasetenModels)"
+    )
+    if blocked:
+        summary += f", {blocked} blocked"
+    lines.append(summary + ".")
+    return "\n".join(lines) + "\n"

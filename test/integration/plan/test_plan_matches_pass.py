@@ -1,0 +1,337 @@
+"""Each situation: what `plan` prints is exactly what the next real pass then writes,
+and `plan` itself only read (GETs, and nothing in the simulator's audit log)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+from plan_world import PlanWorld, expected_writes, made_writes, only_gets
+
+from baseten_operator.api.constants import BASETENMODELS
+
+pytestmark = pytest.mark.integration
+
+
+def spec(model: str, source: str, env: str = "production", **extra: Any) -> dict[str, Any]:
+    return {
+        "modelName": model,
+        "sourceDeploymentName": source,
+        "environment": {"name": env},
+        **extra,
+    }
+
+
+def plan_then_pass(world: PlanWorld, namespace: str, name: str, model_id: str) -> dict[str, Any]:
+    """Plan the live CR, run the next pass, and hold one against the other."""
+    code, document, seen = world.plan(
+        "--cluster", "--kubeconfig", str(world.kubeconfig), "-n", namespace, "--detailed-exitcode"
+    )
+    assert only_gets(seen), seen
+    (item,) = document["items"]
+    writes = world.next_pass(namespace, name)
+    assert expected_writes([item], model_id) == made_writes(writes)
+    assert code == (2 if item["actions"] else 0)
+    return item
+
+
+def seeded_model(
+    world: PlanWorld,
+    name: str,
+    *sources: str,
+    env: str = "production",
+    current: str | None = None,
+    **env_settings: Any,
+) -> tuple[str, dict[str, str]]:
+    model_id = world.sim.seed_model(name)["id"]
+    ids = {s: world.sim.seed_deployment(model_id, s)["id"] for s in sources}
+    if current is not None:
+        world.sim.seed_environment(
+            model_id, env, current_deployment_id=ids[current], **env_settings
+        )
+    return model_id, ids
+
+
+def test_new_environment(world: PlanWorld, namespace: str) -> None:
+    model_id, _ = seeded_model(world, f"{namespace}-m", "v1")
+    autoscaling = {"minReplicas": 1, "maxReplicas": 3}
+    world.create_cr(
+        namespace,
+        "m",
+        spec(
+            f"{namespace}-m", "v1", environment={"name": "production", "autoscaling": autoscaling}
+        ),
+    )
+    item = plan_then_pass(world, namespace, "m", model_id)
+    (action,) = item["actions"]
+    assert action == {
+        "type": "create-environment",
+        "environment": "production",
+        "autoscalingSettings": {"min_replica": 1, "max_replica": 3},
+        "promotionSettings": None,
+    }
+
+
+def steady(world: PlanWorld, namespace: str, name: str, cr_spec: dict[str, Any]) -> None:
+    """Create the CR and let real passes take it where the test starts from."""
+    world.create_cr(namespace, name, cr_spec)
+    world.next_pass(namespace, name)
+
+
+def test_autoscaling_drift(world: PlanWorld, namespace: str) -> None:
+    model = f"{namespace}-m"
+    model_id, _ = seeded_model(
+        world, model, "v1", current="v1", autoscaling_settings={"min_replica": 1, "max_replica": 2}
+    )
+    desired = {"name": "production", "autoscaling": {"minReplicas": 1, "maxReplicas": 2}}
+    steady(world, namespace, "m", spec(model, "v1", environment=desired))
+    world.sim.ui_update_environment(model_id, "production", autoscaling_settings={"max_replica": 5})
+    item = plan_then_pass(world, namespace, "m", model_id)
+    (action,) = item["actions"]
+    assert action["type"] == "update-environment"
+    assert action["changes"] == [{"field": "maxReplicas", "old": 5, "new": 2}]
+
+
+def test_promotion_settings_drift(world: PlanWorld, namespace: str) -> None:
+    model = f"{namespace}-m"
+    model_id, _ = seeded_model(
+        world, model, "v1", current="v1", promotion_settings={"redeploy_on_promotion": False}
+    )
+    desired = {
+        "name": "production",
+        "promotionSettings": {"redeployOnPromotion": True, "rampUpDurationSeconds": 60},
+    }
+    world.create_cr(namespace, "m", spec(model, "v1", environment=desired))
+    item = plan_then_pass(world, namespace, "m", model_id)
+    (action,) = item["actions"]
+    assert action["type"] == "update-environment"
+    assert action["changes"] == [
+        {"field": "redeployOnPromotion", "old": False, "new": True},
+        {"field": "rampUpDurationSeconds", "old": 600, "new": 60},
+    ]
+
+
+def test_new_source_is_promoted(world: PlanWorld, namespace: str) -> None:
+    model = f"{namespace}-m"
+    model_id, ids = seeded_model(world, model, "v1", "v2", current="v1")
+    promotion = {"scaleDownPreviousDeployment": False}
+    world.create_cr(
+        namespace,
+        "m",
+        spec(model, "v2", environment={"name": "production", "promotionSettings": promotion}),
+    )
+    item = plan_then_pass(world, namespace, "m", model_id)
+    (action,) = item["actions"]
+    assert action == {
+        "type": "promote",
+        "environment": "production",
+        "current": "v1",
+        "deployment": "v2",
+        "deploymentId": ids["v2"],
+        "scaleDownPreviousDeployment": False,
+        "preserveEnvInstanceType": True,
+    }
+
+
+def test_steady_state_is_no_changes(world: PlanWorld, namespace: str) -> None:
+    model = f"{namespace}-m"
+    model_id, _ = seeded_model(world, model, "v1", current="v1")
+    steady(world, namespace, "m", spec(model, "v1"))
+    item = plan_then_pass(world, namespace, "m", model_id)
+    assert item["actions"] == [] and item["blockers"] == []
+    code, table = world.plan_table(
+        "--cluster", "--kubeconfig", str(world.kubeconfig), "-n", namespace
+    )
+    assert code == 0
+    assert "  no changes" in table and "Plan: no changes (1 BasetenModels)." in table
+
+
+def test_inactive_current_is_reactivated(world: PlanWorld, namespace: str) -> None:
+    model = f"{namespace}-m"
+    model_id, ids = seeded_model(world, model, "v1", current="v1")
+    steady(world, namespace, "m", spec(model, "v1"))
+    world.deactivate(ids["v1"])
+    item = plan_then_pass(world, namespace, "m", model_id)
+    (action,) = item["actions"]
+    assert action == {
+        "type": "activate",
+        "deployment": "v1",
+        "deploymentId": ids["v1"],
+        "reactivate": True,
+    }
+
+
+def test_inactive_source_is_activated(world: PlanWorld, namespace: str) -> None:
+    model = f"{namespace}-m"
+    model_id, ids = seeded_model(world, model, "v1", current="v1")
+    ids["v2"] = world.sim.seed_deployment(model_id, "v2", status="INACTIVE")["id"]
+    world.create_cr(namespace, "m", spec(model, "v2"))
+    item = plan_then_pass(world, namespace, "m", model_id)
+    (action,) = item["actions"]
+    assert action == {
+        "type": "activate",
+        "deployment": "v2",
+        "deploymentId": ids["v2"],
+        "reactivate": False,
+    }
+
+
+def failed_candidate(world: PlanWorld, namespace: str) -> tuple[str, str]:
+    """A CR whose promotion of v2 started, and whose candidate then failed to deploy."""
+    model = f"{namespace}-m"
+    model_id, _ = seeded_model(world, model, "v1", "v2", current="v1")
+    world.create_cr(namespace, "m", spec(model, "v2"))
+    world.next_pass(namespace, "m")  # promotes
+    candidate = world.get_cr(namespace, "m")["status"]["candidateDeploymentID"]
+    world.sim.fail_deployment(candidate)
+    return model_id, candidate
+
+
+def test_failed_candidate_with_retries_left_is_retried(world: PlanWorld, namespace: str) -> None:
+    model_id, candidate = failed_candidate(world, namespace)
+    item = plan_then_pass(world, namespace, "m", model_id)
+    (action,) = item["actions"]
+    assert action["type"] == "retry" and action["deploymentId"] == candidate
+
+
+def test_failed_candidate_with_retries_exhausted_is_blocked(
+    world: PlanWorld, namespace: str
+) -> None:
+    model_id, _ = failed_candidate(world, namespace)
+    three_hours_ago = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 3 * 3600))
+    world.set_status(namespace, "m", firstDeploymentFailureTime=three_hours_ago)
+    item = plan_then_pass(world, namespace, "m", model_id)
+    assert item["actions"] == []
+    (blocker,) = item["blockers"]
+    assert "retries exhausted" in blocker or "2h0m0s" in blocker, blocker
+
+
+def test_source_not_found_is_a_blocker(world: PlanWorld, namespace: str) -> None:
+    model = f"{namespace}-m"
+    model_id, _ = seeded_model(world, model, "v1", current="v1")
+    world.create_cr(namespace, "m", spec(model, "nope"))
+    item = plan_then_pass(world, namespace, "m", model_id)
+    assert item["actions"] == []
+    assert any("nope" in b for b in item["blockers"]), item
+
+
+def test_observe_shows_no_actions_and_why(world: PlanWorld, namespace: str) -> None:
+    model = f"{namespace}-m"
+    model_id, _ = seeded_model(world, model, "v1", "v2", current="v1")
+    world.create_cr(namespace, "m", spec(model, "v2", mode="Observe"))
+    item = plan_then_pass(world, namespace, "m", model_id)
+    assert item["actions"] == []
+    assert item["notes"] == [
+        "Observe mode: the operator reads Baseten and reports, it never writes"
+    ]
+
+
+def age(world: PlanWorld, deployment_id: str, days: float) -> None:
+    """Backdate a seeded deployment (the simulator seeds at "now")."""
+    with world.sim.engine.lock:
+        world.sim.engine.deployments[deployment_id].created_at = time.time() - days * 86400
+
+
+def test_orphans_are_scaled_in_and_deleted_with_each_verdict(
+    world: PlanWorld, namespace: str
+) -> None:
+    model = f"{namespace}-m"
+    model_id = world.sim.seed_model(model)["id"]
+    ids: dict[str, str] = {}
+    for name, status, days, minimum in (
+        ("main-v3", "ACTIVE", 0.1, 0),
+        ("young-1", "INACTIVE", 0.3, 0),
+        ("busy-a", "ACTIVE", 5, 2),
+        ("idle-b", "INACTIVE", 10, 0),
+        ("broken-c", "BUILD_FAILED", 8, 0),
+    ):
+        settings = {"min_replica": minimum, "max_replica": 3}
+        ids[name] = world.sim.seed_deployment(
+            model_id, name, status=status, autoscaling_settings=settings
+        )["id"]
+        age(world, ids[name], days)
+    world.sim.seed_environment(model_id, "production", current_deployment_id=ids["main-v3"])
+    cleanup = {
+        "scaleToZero": True,
+        "delete": True,
+        "deleteAfterDays": 1,
+        "minToKeep": 1,
+        "intervalMinutes": 10,
+    }
+    world.create_cr(namespace, "m", spec(model, "main-v3", orphanDeploymentCleanup=cleanup))
+    item = plan_then_pass(world, namespace, "m", model_id)
+    assert [(a["type"], a["deployment"]) for a in item["actions"]] == [
+        ("scale-in-orphan", "busy-a"),
+        ("delete-orphan", "idle-b"),
+        ("delete-orphan", "broken-c"),
+    ]
+    assert {o["deployment"]: o["reason"] for o in item["orphans"]} == {
+        "young-1": "kept: among the 1 newest (minToKeep)",
+        "busy-a": "scale in (minReplicas 2→0); kept: status ACTIVE is not deletable",
+        "idle-b": "delete: stale",
+        "broken-c": "delete: stale",
+    }
+
+
+def test_orphan_cleanup_not_due_plans_nothing(world: PlanWorld, namespace: str) -> None:
+    model = f"{namespace}-m"
+    model_id, ids = seeded_model(world, model, "v1", current="v1")
+    world.sim.seed_deployment(model_id, "old", status="INACTIVE")
+    cleanup = {"scaleToZero": True, "intervalMinutes": 10}
+    steady(world, namespace, "m", spec(model, "v1", orphanDeploymentCleanup=cleanup))
+    item = plan_then_pass(world, namespace, "m", model_id)
+    assert item["actions"] == [] and item["orphans"] == []
+
+
+def guarded(world: PlanWorld, namespace: str, min_replica: int, status: str = "ACTIVE") -> str:
+    model = f"{namespace}-m"
+    model_id = world.sim.seed_model(model)["id"]
+    v1 = world.sim.seed_deployment(model_id, "v1", status=status)["id"]
+    world.sim.seed_environment(
+        model_id,
+        "production",
+        current_deployment_id=v1,
+        autoscaling_settings={"min_replica": min_replica},
+    )
+    cr = spec(model, "v1", deletionPolicy="DeleteWithGuardrails")
+    cr["environment"]["autoscaling"] = {"minReplicas": min_replica}
+    steady(world, namespace, "m", cr)
+    world.kube.delete(BASETENMODELS, "m", namespace)  # the finalizer holds it: deleting
+    return model_id
+
+
+def test_guarded_deletion_blocked(world: PlanWorld, namespace: str) -> None:
+    model_id = guarded(world, namespace, min_replica=1)
+    item = plan_then_pass(world, namespace, "m", model_id)
+    assert item["actions"] == []
+    (blocker,) = item["blockers"]
+    assert "production" in blocker, blocker
+    assert item["status"]["deploymentStatus"] == "DELETE_BLOCKED"
+
+
+def test_guarded_deletion_clear(world: PlanWorld, namespace: str) -> None:
+    model_id = guarded(world, namespace, min_replica=0, status="SCALED_TO_ZERO")
+    item = plan_then_pass(world, namespace, "m", model_id)
+    assert item["actions"] == [
+        {
+            "type": "delete-model",
+            "model": f"{namespace}-m",
+            "modelId": model_id,
+            "deletionPolicy": "DeleteWithGuardrails",
+            "guardrails": "clear",
+        }
+    ]
+
+
+def test_all_namespaces(world: PlanWorld) -> None:
+    first, second = world.new_namespace(), world.new_namespace()
+    for namespace in (first, second):
+        model_id, _ = seeded_model(world, f"{namespace}-m", "v1", current="v1")
+        steady(world, namespace, "m", spec(f"{namespace}-m", "v1"))
+    code, document, seen = world.plan("--cluster", "--kubeconfig", str(world.kubeconfig), "-A")
+    assert code == 0 and only_gets(seen)
+    keys = {(i["namespace"], i["name"]) for i in document["items"]}
+    assert {(first, "m"), (second, "m")} <= keys
+    code, document, _ = world.plan("--cluster", "--kubeconfig", str(world.kubeconfig), "-n", first)
+    assert [(i["namespace"], i["name"]) for i in document["items"]] == [(first, "m")]

@@ -1,0 +1,125 @@
+"""The recording world: writes recorded and never sent; the HTTP path refuses non-GETs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from baseten_operator.baseten.client import BasetenClient
+from baseten_operator.baseten.errors import BasetenAPIError
+from baseten_operator.baseten.models import DeploymentV1, EnvironmentV1, ModelV1
+from baseten_operator.plan.actions import (
+    Activate,
+    CreateEnvironment,
+    Deactivate,
+    DeleteModel,
+    DeleteOrphan,
+    Promote,
+    Retry,
+    ScaleInOrphan,
+    UpdateEnvironment,
+)
+from baseten_operator.plan.world import (
+    MemoryKube,
+    RecordingBaseten,
+    WriteRefused,
+    read_only_session,
+)
+
+# Nothing listens here: a request that left the process would fail to connect.
+CLOSED = "http://127.0.0.1:9/v1"
+
+
+def read_only_client() -> BasetenClient:
+    return BasetenClient(
+        "read-only-key", CLOSED, session=read_only_session(), timeout=2.0, max_attempts=1
+    )
+
+
+@pytest.mark.parametrize(
+    "write",
+    [
+        lambda c: c.delete_model("m1"),
+        lambda c: c.delete_deployment("m1", "d1"),
+        lambda c: c.activate_deployment("m1", "d1"),
+        lambda c: c.retry_deployment("m1", "d1"),
+        lambda c: c.update_deployment_autoscaling("m1", "d1", {"min_replica": 0}),
+        lambda c: c.create_environment("m1", "prod", None, None),
+        lambda c: c.update_environment("m1", "prod", {"min_replica": 1}, None),
+        lambda c: c.promote("m1", "prod", "d1"),
+    ],
+)
+def test_the_session_refuses_every_write_before_sending(write: Any) -> None:
+    with pytest.raises(WriteRefused):
+        write(read_only_client())
+
+
+def test_the_session_lets_reads_out() -> None:
+    with pytest.raises(BasetenAPIError) as raised:
+        read_only_client().list_models()
+    assert raised.value.status_code == 0  # a connection error: the GET was really sent
+
+
+class ReadsOnly:
+    """A Baseten with reads only: any write reaching it is an AttributeError."""
+
+    def __init__(self) -> None:
+        self.v1 = DeploymentV1(id="d1", name="v1", status="INACTIVE")
+        self.v2 = DeploymentV1(id="d2", name="v2", status="ACTIVE")
+        self.base_url = CLOSED
+
+    def find_model(self, name: str) -> ModelV1:
+        return ModelV1(id="m1", name=name)
+
+    def get_environment(self, model_id: str, env_name: str) -> EnvironmentV1:
+        return EnvironmentV1(name=env_name, current_deployment=self.v1)
+
+    def list_deployments(self, model_id: str, name: str | None = None) -> list[DeploymentV1]:
+        return [self.v1, self.v2]
+
+
+def test_every_write_is_recorded_with_names_from_the_reads() -> None:
+    baseten = RecordingBaseten(ReadsOnly())  # type: ignore[arg-type]
+    baseten.find_model("llama")
+    baseten.get_environment("m1", "prod")
+    baseten.list_deployments("m1")
+    baseten.activate_deployment("m1", "d1")
+    baseten.activate_deployment("m1", "d2")
+    baseten.deactivate_deployment("m1", "d2")
+    assert baseten.retry_deployment("m1", "d2").retried
+    baseten.update_deployment_autoscaling("m1", "d2", {"min_replica": 0})
+    baseten.delete_deployment("m1", "d2")
+    assert baseten.create_environment("m1", "stg", {"min_replica": 1}, None).name == "stg"
+    baseten.update_environment("m1", "prod", None, {"redeploy_on_promotion": True})
+    promoted = baseten.promote(
+        "m1", "prod", "d2", scale_down_previous_deployment=False, preserve_env_instance_type=True
+    )
+    baseten.delete_model("m1")
+    assert promoted.id == "d2"
+    assert baseten.recording.actions == [
+        Activate("v1", "d1", reactivate=True),
+        Activate("v2", "d2", reactivate=False),
+        Deactivate("v2", "d2"),
+        Retry("v2", "d2"),
+        ScaleInOrphan("v2", "d2", {"min_replica": 0}),
+        DeleteOrphan("v2", "d2"),
+        CreateEnvironment("stg", {"min_replica": 1}, None),
+        UpdateEnvironment("prod", [], None, {"redeploy_on_promotion": True}),
+        Promote("prod", "v1", "v2", "d2", False, True),
+        DeleteModel("llama", "m1", "", ""),
+    ]
+
+
+def test_memory_kube_keeps_status_and_finalizer_writes() -> None:
+    kube = MemoryKube()
+    obj = {"metadata": {"name": "m", "namespace": "ns", "resourceVersion": "4"}}
+    kube.put(obj)
+    written = kube.update_status(None, {**obj, "status": {"deploymentStatus": "ACTIVE"}})
+    assert written["metadata"]["resourceVersion"] == "5"
+    kube.patch(None, "m", {"metadata": {"finalizers": ["f"]}}, "ns")
+    stored = kube.stored("ns", "m")
+    assert stored is not None
+    assert stored["status"] == {"deploymentStatus": "ACTIVE"}
+    assert stored["metadata"]["finalizers"] == ["f"]
+    assert obj.get("status") is None  # the caller's copy is left alone
