@@ -388,6 +388,15 @@ class Transport:
             self._safe(f"malformed response from {endpoint.method} {endpoint.label}: {problem}"),
         )
 
+    def unacknowledged(self, endpoint: Endpoint, answer: str) -> BasetenAPIError:
+        """The error for a 2xx whose body does not acknowledge the action, quoting the body."""
+        return BasetenAPIError(
+            200,
+            self._safe(
+                f"{endpoint.method} {endpoint.label} not acknowledged: Baseten answered {answer}"
+            ),
+        )
+
     def _connection_message(self, endpoint: Endpoint, exc: requests.RequestException) -> str:
         kind = "timeout" if isinstance(exc, requests.Timeout) else "connection error"
         return self._safe(

@@ -48,7 +48,7 @@ def get_environment(p: Pass, model_id: str) -> EnvironmentV1 | None:
     except BasetenAPIError as error:
         if error.is_not_found:
             return None
-        message = messages.environment_get_failed(p.env, error)
+        message = messages.environment_check_failed(p.env, error)
         p.set(FAILED, message)
         raise ReconcileError(message) from error
 

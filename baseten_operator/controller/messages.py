@@ -16,10 +16,16 @@ PAUSED_MESSAGE = "reconciliation paused"
 AWAITING = "awaiting reconciliation"
 
 
+def replicas(deployment: DeploymentV1) -> str:
+    """`{n} replicas`; a count Baseten did not send reads as unknown, never as 0."""
+    count = deployment.active_replica_count
+    return f"{count if count is not None else 'unknown'} replicas"
+
+
 def active_prefix(current: DeploymentV1 | None) -> str:
     if current is None:
         return ""
-    return f"active: {current.name} ({current.active_replica_count} replicas) | "
+    return f"active: {current.name} ({replicas(current)}) | "
 
 
 def recorded_active_prefix(active_deployment_name: str | None) -> str:
@@ -28,7 +34,7 @@ def recorded_active_prefix(active_deployment_name: str | None) -> str:
 
 
 def steady(current: DeploymentV1, env: str, autoscaling: AutoscalingSettingsV1 | None) -> str:
-    details = [f"{current.active_replica_count} replicas"]
+    details = [replicas(current)]
     if autoscaling is not None:
         details.append(f"min:{autoscaling.min_replica or 0} max:{autoscaling.max_replica or 0}")
     if current.status != ACTIVE:
@@ -68,8 +74,20 @@ def paused_event(model_name: str) -> str:
 # --- section 3.6: model ID ---------------------------------------------------------------
 
 
-def model_lookup_failed(name: str, error: object) -> str:
-    return f"Failed to lookup model '{name}': {error}"
+# A lookup that failed (timeout, 5xx, 4xx other than 404, connection error) says so: "not
+# found" only after a definite 404 or an exact-name list that came back empty.
+
+
+def model_check_failed(name: str, error: object) -> str:
+    return f"unable to check model {name}: {error}"
+
+
+def environment_check_failed(env: str, error: object) -> str:
+    return f"unable to check environment {env}: {error}"
+
+
+def deployment_check_failed(ap: str, name: str, error: object) -> str:
+    return f"{ap}unable to check deployment {name}: {error}"
 
 
 def model_not_found(name: str) -> str:
@@ -108,10 +126,6 @@ def environment_created_event(env: str) -> str:
 
 def environment_created(env: str) -> str:
     return f"Created environment {env}"
-
-
-def environment_get_failed(env: str, error: object) -> str:
-    return f"Failed to get environment '{env}': {error}"
 
 
 def updating_group_event(group: str, changes: Sequence[object]) -> str:
@@ -153,10 +167,7 @@ def deployment_active_event(name: str, env: str) -> str:
 
 
 def promoting_candidate(ap: str, candidate: DeploymentV1) -> str:
-    return (
-        f"{ap}promoting: {candidate.name} ({candidate.status}, "
-        f"{candidate.active_replica_count} replicas)"
-    )
+    return f"{ap}promoting: {candidate.name} ({candidate.status}, {replicas(candidate)})"
 
 
 def candidate_failed(ap: str, name: str, status: str) -> str:
@@ -189,6 +200,13 @@ def promotion_blocked_event(candidate: str) -> str:
 
 
 # --- section 3.13: source validation -----------------------------------------------------
+
+
+def promotion_data_unknown(ap: str, env: str, missing: str) -> str:
+    return (
+        f"{ap}unable to promote: current deployment of environment {env} unknown "
+        f"(Baseten answered without {missing})"
+    )
 
 
 def source_not_found(ap: str, source: str) -> str:
@@ -280,13 +298,13 @@ def configmap_key_not_found(key: str, name: str) -> str:
     return f"key '{key}' not found in ConfigMap '{name}'"
 
 
+def configmap_key_not_text(key: str, name: str) -> str:
+    return f"key '{key}' of ConfigMap '{name}' is not UTF-8 text"
+
+
 def push_preparation_failed(ap: str, detail: str) -> str:
     """A push that cannot start: setup script missing, or a config truss would refuse."""
     return f"{ap}truss push failed: {detail}"
-
-
-def push_check_failed(ap: str, name: str, error: object) -> str:
-    return f"{ap}unable to check deployment {name}: {error}"
 
 
 def push_in_progress(ap: str, name: str) -> str:
@@ -329,10 +347,6 @@ def push_failed_event(name: str, error: object) -> str:
 # --- section 6: observe ------------------------------------------------------------------
 
 
-def observe_lookup_failed(name: str, error: object) -> str:
-    return f'failed to lookup model "{name}": {error}'
-
-
 def observe_model_not_found(name: str) -> str:
     return f'model "{name}" not found in Baseten; observe mode does not create'
 
@@ -355,7 +369,7 @@ def observe_failing(steady_message: str) -> str:
 
 def observe_not_promoted(current: DeploymentV1 | None, source: str) -> str:
     state = (
-        f"active: {current.name} ({current.active_replica_count} replicas)"
+        f"active: {current.name} ({replicas(current)})"
         if current is not None
         else "no active deployment"
     )
@@ -367,6 +381,20 @@ def observe_not_promoted(current: DeploymentV1 | None, source: str) -> str:
 
 def delete_list_failed(model_id: str, error: object) -> str:
     return f"deletion blocked: failed to list environments for model {model_id}: {error}"
+
+
+def delete_replicas_unknown(env: str, missing: str) -> str:
+    return (
+        f"deletion blocked: replica counts of environment {env} unknown "
+        f"(Baseten answered without {missing})"
+    )
+
+
+def delete_no_environments_listed(model_id: str, who: str, deployment: str, env: str) -> str:
+    return (
+        f"deletion blocked: Baseten listed no environments for model {model_id}, but {who} "
+        f"records deployment {deployment} in environment {env}"
+    )
 
 
 def delete_blocked(blockers: Sequence[tuple[str, int, int]]) -> str:

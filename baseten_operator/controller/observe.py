@@ -66,7 +66,7 @@ def _model_id(p: Pass) -> str:
     try:
         model = p.deps.baseten.find_model(name)
     except BasetenAPIError as error:
-        _fail(p, messages.observe_lookup_failed(name, error))
+        _fail(p, messages.model_check_failed(name, error))
     if model is None:
         _fail(p, messages.observe_model_not_found(name))
     remember_model_id(p, model.id)
@@ -92,7 +92,7 @@ def _environment(p: Pass, model_id: str, cached: bool) -> EnvironmentV1:
                 # recreated under a new ID); saying the environment is missing would mislead.
                 invalidate_model_id(p)
             _fail(p, messages.observe_environment_missing(p.env))
-        _fail(p, messages.environment_get_failed(p.env, error))
+        _fail(p, messages.environment_check_failed(p.env, error))
     return environment
 
 

@@ -53,6 +53,18 @@ def clean_up_orphans(p: Pass, model_id: str, source: str) -> None:
         )
         return
 
+    unknown = unknown_environment_member(environments)
+    if unknown is not None:
+        # Which deployments serve is uncertain: nothing is an orphan this pass.
+        log.warning(
+            "orphan cleanup skipped: Baseten answered an environment without the member "
+            "that says what it serves",
+            key=p.key,
+            environment=unknown[0],
+            missing=unknown[1],
+        )
+        return
+
     protected = protected_sources(p, source)
     orphans = find_orphans(deployments, environments, protected)
     scaled_in = _scale_in(p, model_id, orphans) if cleanup.scale_to_zero else []
@@ -109,9 +121,31 @@ def _is_variant(deployment: DeploymentV1, protected: Iterable[str]) -> bool:
     return any(matches_source(deployment.name, source) for source in protected)
 
 
+def unknown_environment_member(environments: list[EnvironmentV1]) -> tuple[str, str] | None:
+    """(environment, member) when an environment's answer leaves out `current_deployment`,
+    without which nobody can tell what it serves. (A missing `candidate_deployment` is
+    documented to mean none.)"""
+    for env in environments:
+        if not env.stated("current_deployment"):
+            return env.name, "current_deployment"
+    return None
+
+
+def _explicitly_unattached(deployment: DeploymentV1) -> bool:
+    """Baseten said so: `environment` is null and both flags are false, not merely absent."""
+    return (
+        deployment.stated("environment")
+        and deployment.environment is None
+        and deployment.is_production is False
+        and deployment.is_development is False
+    )
+
+
 def find_orphans(
     deployments: list[DeploymentV1], environments: list[EnvironmentV1], protected: set[str]
 ) -> list[DeploymentV1]:
+    """Deployments Baseten explicitly reports unattached and no environment lists as its
+    current or candidate; a same-source variant still alive is kept for a rollback."""
     in_use = {
         deployment.id
         for env in environments
@@ -120,16 +154,14 @@ def find_orphans(
     }
 
     def still_useful_variant(deployment: DeploymentV1) -> bool:
-        attached = deployment.environment is not None
         alive = deployment.status != INACTIVE and deployment.status not in TERMINAL_FAILURES
-        return _is_variant(deployment, protected) and (attached or alive)
+        return _is_variant(deployment, protected) and alive
 
     return [
         deployment
         for deployment in deployments
         if deployment.id not in in_use
-        and not deployment.is_production
-        and not deployment.is_development
+        and _explicitly_unattached(deployment)
         and not still_useful_variant(deployment)
     ]
 

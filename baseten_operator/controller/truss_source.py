@@ -6,6 +6,8 @@ pass, and only this module turns it into status.
 
 from __future__ import annotations
 
+import base64
+import binascii
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
@@ -68,10 +70,21 @@ def read_setup_script(configmaps: ObjectCache, namespace: str, truss_config: Tru
     configmap = configmaps.get(namespace, ref.name)
     if configmap is None:
         raise SetupScriptError(messages.configmap_not_found(ref.name))
+    return _configmap_text(configmap, ref.key, ref.name)
+
+
+def _configmap_text(configmap: dict[str, Any], key: str, name: str) -> str:
+    """The key's text: from `data`, else from `binaryData` (base64, as the API stores it)."""
     data = configmap.get("data") or {}
-    if ref.key not in data:
-        raise SetupScriptError(messages.configmap_key_not_found(ref.key, ref.name))
-    return str(data[ref.key])
+    if key in data:
+        return str(data[key])
+    binary = configmap.get("binaryData") or {}
+    if key not in binary:
+        raise SetupScriptError(messages.configmap_key_not_found(key, name))
+    try:
+        return base64.b64decode(str(binary[key]), validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        raise SetupScriptError(messages.configmap_key_not_text(key, name)) from None
 
 
 def truss_source_for(
@@ -115,7 +128,7 @@ def resolve_truss_source(p: Pass, model_id: str | None) -> str:
             existing = p.deps.baseten.find_deployment(model_id, source.name)
         except BasetenAPIError as error:
             raise_if_model_gone(error)
-            p.set(PENDING, messages.push_check_failed(ap, source.name, error))
+            p.set(PENDING, messages.deployment_check_failed(ap, source.name, error))
             raise Requeue(p.deps.timing.poll) from error
         if existing is not None:
             if status.truss_push_status == TRUSS_PUSHING:

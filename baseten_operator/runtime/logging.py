@@ -17,6 +17,8 @@ from typing import Any, Literal, TextIO
 import structlog
 from structlog.typing import EventDict, Processor, WrappedLogger
 
+from baseten_operator.runtime.text import cut, cut_tail
+
 REDACTED = "[redacted]"
 SENSITIVE_KEY_PARTS = ("api_key", "apikey", "authorization", "token", "password", "secret")
 # "Bearer abc", "Api-Key abc", "Authorization: Api-Key abc" in free text.
@@ -48,6 +50,25 @@ def redact_secrets(_logger: WrappedLogger, _method: str, event_dict: EventDict) 
     """structlog processor: mask secrets in every field (the `event` text included)."""
     redacted: EventDict = redact(event_dict)
     return redacted
+
+
+def _cut(value: Any) -> Any:
+    if isinstance(value, str):
+        return cut(value)
+    if isinstance(value, Mapping):
+        return {key: _cut(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(_cut(item) for item in value)
+    return value
+
+
+def cut_fields(_logger: WrappedLogger, _method: str, event_dict: EventDict) -> EventDict:
+    """structlog processor: no field longer than 1,024 characters (a traceback keeps its end,
+    where the failure is)."""
+    return {
+        key: cut_tail(value) if key == "exception" and isinstance(value, str) else _cut(value)
+        for key, value in event_dict.items()
+    }
 
 
 def _shared_processors() -> list[Processor]:
@@ -92,6 +113,8 @@ def configure_logging(
             structlog.stdlib.ProcessorFormatter.remove_processors_meta,
             structlog.processors.format_exc_info,
             redact_secrets,
+            # After redaction, so a cut can never leave part of a secret behind.
+            cut_fields,
             renderer,
         ],
     )

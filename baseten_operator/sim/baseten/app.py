@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from typing import Any
@@ -12,7 +13,7 @@ from baseten_operator.sim.baseten.access import check_route
 from baseten_operator.sim.baseten.audit import AuditLog
 from baseten_operator.sim.baseten.engine import SimEngine
 from baseten_operator.sim.baseten.errors import SimError
-from baseten_operator.sim.baseten.faults import Fault, FaultInjector
+from baseten_operator.sim.baseten.faults import Fault, FaultInjector, omit_members
 from baseten_operator.sim.baseten.graphql import (
     MUTATIONS,
     GraphQLError,
@@ -37,6 +38,15 @@ def error_response(error: SimError) -> Response:
 
 def rate_limited(retry_after: int) -> Response:
     return json_response(429, {"error": RATE_LIMIT_MESSAGE, "retry_after": retry_after})
+
+
+def _without_members(response: Response, paths: list[str]) -> Response:
+    if response.status != 200:
+        return response
+    payload = json.loads(response.body)
+    for path in paths:
+        omit_members(payload, path)
+    return json_response(200, payload)
 
 
 class SimApp:
@@ -104,6 +114,10 @@ class SimApp:
             )
         if fault.kind == "429":
             return rate_limited(fault.retry_after)
+        if fault.kind == "body":
+            return json_response(200, fault.body)
+        if fault.kind == "omit":
+            return _without_members(proceed(), fault.omitted)
         return None  # "drop"
 
     def _audit_entry(

@@ -195,8 +195,14 @@ class BasetenSimulator:
         )["environment"]
 
     def inject_fault(self, endpoint: str, kind: str, count: int = 1, **params: Any) -> None:
-        """kind: latency (seconds=, sim time), 5xx (status=), 429 (retry_after=), drop."""
+        """kind: latency (seconds=, sim time), 5xx (status=), 429 (retry_after=), drop,
+        body (body=: answered with 200 instead of the operation), omit (fields=: dotted
+        members left out of the answer)."""
         self.faults.inject(endpoint, kind, count, **params)
+
+    def clear_faults(self) -> None:
+        """Forget every fault not yet used up (the simulator's state stays)."""
+        self.faults.reset()
 
     def configure_rate_limits(
         self, enabled: bool | None = None, limits: dict[str, list[float]] | None = None
@@ -243,6 +249,7 @@ class BasetenSimulator:
             "deactivate": self.deactivate,
             "ui_update_environment": self.ui_update_environment,
             "inject_fault": self.inject_fault,
+            "clear_faults": self.clear_faults,
             "configure_rate_limits": self.configure_rate_limits,
             "tick": self.tick,
             "audit_log": self.audit_log,

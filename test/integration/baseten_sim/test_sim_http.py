@@ -124,6 +124,31 @@ def test_injected_faults(sim: BasetenSimulator, http: requests.Session) -> None:
     assert http.get(f"{url}/{mid}/environments").json() == {"environments": []}
 
 
+def test_partial_and_unacknowledging_answers(sim: BasetenSimulator, http: requests.Session) -> None:
+    mid = sim.seed_model("m")["id"]
+    dep = sim.seed_deployment(mid, "build-1")
+    sim.seed_environment(mid, "production", current_deployment_id=dep["id"])
+    url = f"{sim.api_url}/models/{mid}"
+    sim.inject_fault(
+        "list_environments",
+        "omit",
+        1,
+        fields=["environments.*.autoscaling_settings", "environments.*.current_deployment.status"],
+    )
+    [env] = http.get(f"{url}/environments").json()["environments"]
+    assert "autoscaling_settings" not in env
+    assert "status" not in env["current_deployment"]
+    assert env["current_deployment"]["name"] == "build-1"
+    assert "autoscaling_settings" in http.get(f"{url}/environments").json()["environments"][0]
+
+    sim.inject_fault("delete_model", "body", 2, body={"error": "model is locked"})
+    refused = http.delete(url)
+    assert (refused.status_code, refused.json()) == (200, {"error": "model is locked"})
+    sim.clear_faults()
+    assert http.get(url).status_code == 200  # the operation did not happen
+    assert http.delete(url).json() == {"id": mid, "deleted": True}
+
+
 def test_faults_on_the_push_path(sim: BasetenSimulator, http: requests.Session) -> None:
     sim.inject_fault("graphql:create_model_from_truss", "5xx", 1)
     teams = http.post(f"{sim.url}/graphql", json={"query": "query Teams { teams { id } }"})

@@ -96,6 +96,15 @@ class FakeBaseten:
     ) -> DeploymentV1:
         fields.setdefault("id", f"d{next(self._ids)}")
         fields.setdefault("status", "ACTIVE")
+        # Members Baseten always sends (DeploymentV1 requires them); a test of a partial
+        # answer builds its deployment with DeploymentV1.model_validate instead.
+        for member, value in (
+            ("active_replica_count", 0),
+            ("is_production", False),
+            ("is_development", False),
+            ("environment", None),
+        ):
+            fields.setdefault(member, value)
         deployment = DeploymentV1(name=name, model_id=model_id, **fields)
         self.deployments.setdefault(model_id, []).append(deployment)
         return deployment
@@ -329,11 +338,20 @@ class ConfigMaps:
     def __init__(self) -> None:
         self.items: dict[tuple[str, str], dict[str, Any]] = {}
 
-    def add(self, name: str, data: dict[str, str], namespace: str = NAMESPACE) -> None:
-        self.items[(namespace, name)] = {
-            "metadata": {"name": name, "namespace": namespace},
-            "data": data,
-        }
+    def add(
+        self,
+        name: str,
+        data: dict[str, str] | None = None,
+        namespace: str = NAMESPACE,
+        *,
+        binary_data: dict[str, str] | None = None,
+    ) -> None:
+        configmap: dict[str, Any] = {"metadata": {"name": name, "namespace": namespace}}
+        if data is not None:
+            configmap["data"] = data
+        if binary_data is not None:
+            configmap["binaryData"] = binary_data
+        self.items[(namespace, name)] = configmap
 
     def get(self, namespace: str | None, name: str) -> dict[str, Any] | None:
         return self.items.get((namespace or "", name))

@@ -64,10 +64,10 @@ def test_environment_get_error(h) -> None:
     h.baseten.add_model()
     h.create()
     h.baseten.fail("get_environment", BasetenAPIError(503, "unavailable"))
-    with pytest.raises(Exception, match="Failed to get environment"):
+    with pytest.raises(Exception, match="unable to check environment"):
         h.run()
     assert h.word() == "FAILED"
-    assert h.message() == "Failed to get environment 'production': HTTP 503: unavailable"
+    assert h.message() == "unable to check environment production: HTTP 503: unavailable"
     assert h.baseten.writes == []
 
 

@@ -209,13 +209,23 @@ def test_source_not_found(h) -> None:
     assert h.event("SourceDeploymentNotFound") == ("Warning", "Source deployment src not found")
 
 
-def test_source_lookup_error_reads_as_not_found(h) -> None:
+@pytest.mark.parametrize(
+    "error",
+    [
+        BasetenAPIError(500, "boom"),
+        BasetenAPIError(414, "URI too long"),
+        BasetenAPIError(0, "timeout on GET /v1/models/{model_id}/deployments"),
+    ],
+)
+def test_a_failed_source_lookup_says_so_without_claiming_absence(h, error) -> None:
     world(h)
     h.create()
-    h.baseten.fail("find_deployment", BasetenAPIError(500, "boom"))
-    with pytest.raises(Exception, match="not found"):
-        h.run()
-    assert h.message() == f"{AP}unable to promote: source deployment src not found"
+    h.baseten.fail("find_deployment", error)
+    assert h.run().requeue_after == 30
+    assert h.word() == "PENDING"
+    assert h.message() == f"{AP}unable to check deployment src: {error}"
+    assert h.events == []
+    assert h.baseten.called("promote") == []
 
 
 @pytest.mark.parametrize(

@@ -329,6 +329,9 @@ def test_bound_violations_are_rejected(
     value: Any,
     detail: str,
 ) -> None:
+    if path == f"{AUTOSCALING}.maxReplicas":
+        # Alone: the example's minReplicas would also break minReplicas <= maxReplicas.
+        del complete_example["spec"]["environment"]["autoscaling"]["minReplicas"]
     set_path(complete_example, path, value)
     shown = f'"{value}"' if isinstance(value, str) else str(value)
     assert admit(openapi_schema, complete_example) == [

@@ -412,6 +412,34 @@ def test_an_update_filter_drops_updates_it_refuses(
         controller.stop(drain_timeout=0)
 
 
+def test_a_failing_object_logs_one_line_a_minute_with_a_repeat_count(
+    make_controller: Any,
+    clock: FakeClock,
+    wait_until: WaitUntil,
+    sample: Sample,
+    unique_name: str,
+) -> None:
+    reconciler = ScriptedReconciler({"ns/a": [RuntimeError("boom " + "x" * 5000)]})
+    controller, _ = make_controller(reconciler)
+
+    def errors() -> float:
+        return sample("controller_runtime_reconcile_total", controller=unique_name, result="error")
+
+    with structlog.testing.capture_logs() as logs:
+        controller.start()
+        controller.enqueue(Request("ns", "a"))
+        for failures in range(1, 8):
+            wait_until(lambda n=failures: errors() == n)
+            clock.advance(0.005 * 2 ** (failures - 1))  # the next backoff step
+        wait_until(lambda: errors() == 8)
+        clock.advance(60)
+        wait_until(lambda: errors() >= 9)
+    failed = [line for line in logs if line["event"] == "reconcile failed"]
+    assert len(failed) == 2
+    assert "repeats" not in failed[0]
+    assert failed[1]["repeats"] == 7  # failures 2 to 8 were dropped
+
+
 def test_a_write_refused_by_the_fence_ends_the_pass_without_requeue_or_error(
     make_controller: Any,
     clock: FakeClock,

@@ -96,3 +96,22 @@ def test_redact_leaves_harmless_values_alone() -> None:
         "replicas": 3,
         "items": [{"password": "[redacted]"}, "Bearer [redacted]"],
     }
+
+
+def test_every_field_is_cut_to_1024_characters_and_a_traceback_keeps_its_end(
+    output: io.StringIO,
+) -> None:
+    try:
+        raise ValueError("the cause " + "x" * 3000)
+    except ValueError:
+        structlog.get_logger("x").exception(
+            "s" * 2000, name="n" * 1_000_000, nested={"k": ["v" * 2000]}, count=3
+        )
+    [line] = lines(output)
+    assert line["event"] == "s" * 1023 + "…"
+    assert line["name"] == "n" * 1023 + "…"
+    assert line["nested"] == {"k": ["v" * 1023 + "…"]}
+    assert line["count"] == 3
+    assert len(line["exception"]) == 1024
+    assert line["exception"].startswith("…") and line["exception"].endswith("x")
+    assert len(output.getvalue()) < 6000
