@@ -9,7 +9,7 @@ KUBECTL ?= kubectl
 DIST ?= dist
 
 .PHONY: help venv sandbox tour run test test-unit test-integration test-e2e test-e2e-kind lint \
-        manifests helm-package install uninstall deploy undeploy docker-build bench clean
+        manifests helm-package install uninstall deploy undeploy docker-build bench lock sbom clean
 
 help: ## List the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -61,6 +61,20 @@ manifests: $(STAMP) ## Regenerate the CRD (config/crd and the Helm chart's copy)
 helm-package: $(STAMP) ## Lint and package the Helm chart as $(DIST)/baseten-operator-{version}.tgz
 	$(BIN)/python hack/package_chart.py $(DIST)
 
+# Hash-pinned closures: the operator's runtime (what the image installs) and the image's
+# build tools. Regenerate after editing pyproject.toml's dependencies (a test checks).
+PIP_COMPILE := $(BIN)/pip-compile --quiet --generate-hashes --allow-unsafe \
+	--no-emit-index-url --no-emit-find-links
+
+lock: $(STAMP) ## Regenerate requirements.lock and requirements-build.lock (hashes included)
+	$(PIP_COMPILE) --strip-extras --output-file requirements.lock pyproject.toml
+	$(PIP_COMPILE) --output-file requirements-build.lock hack/requirements-build.in
+
+SBOM ?= sbom.cdx.json
+sbom: $(STAMP) ## Write $(SBOM): a CycloneDX SBOM of the locked runtime closure (offline)
+	$(BIN)/cyclonedx-py requirements requirements.lock --pyproject pyproject.toml \
+		--output-format JSON --output-reproducible --output-file $(SBOM)
+
 test-e2e-kind: $(STAMP) ## e2e on a kind cluster (needs Docker and kind; says so without them)
 	hack/kind-e2e.sh
 
@@ -80,4 +94,4 @@ docker-build: ## Build the operator image IMG
 	docker build -t $(IMG) .
 
 clean: ## Remove the virtualenv and caches
-	rm -rf $(VENV) .mypy_cache .ruff_cache build dist *.egg-info
+	rm -rf $(VENV) .mypy_cache .ruff_cache build dist *.egg-info sbom.cdx.json

@@ -7,7 +7,12 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class OperatorOptions:
-    metrics_bind_address: str = ":8080"
+    metrics_bind_address: str = ":8443"
+    metrics_secure: bool = True
+    metrics_cert_path: str = ""
+    metrics_cert_name: str = "tls.crt"
+    metrics_cert_key: str = "tls.key"
+    enable_http2: bool = False
     health_probe_bind_address: str = ":8081"
     leader_elect: bool = False
     leader_election_id: str = "baseten-operator.models.baseten.com"

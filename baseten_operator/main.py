@@ -17,7 +17,7 @@ from baseten_operator.controller.timing import Timing
 from baseten_operator.runtime.client import KubeClient
 from baseten_operator.runtime.clock import Clock, RealClock
 from baseten_operator.runtime.fence import WriteFence
-from baseten_operator.runtime.logging import configure_logging
+from baseten_operator.runtime.logging import configure_logging, register_secret
 from baseten_operator.runtime.manager import (
     Manager,
     ManagerOptions,
@@ -77,6 +77,10 @@ def fenced_clients(make_client: MakeClient, fence: WriteFence) -> MakeClient:
 def manager_options(options: OperatorOptions) -> ManagerOptions:
     return ManagerOptions(
         metrics_bind_address=options.metrics_bind_address,
+        metrics_secure=options.metrics_secure,
+        metrics_cert_path=options.metrics_cert_path,
+        metrics_cert_name=options.metrics_cert_name,
+        metrics_cert_key=options.metrics_cert_key,
         health_probe_bind_address=options.health_probe_bind_address,
         leader_elect=options.leader_elect,
         leader_election_id=options.leader_election_id,
@@ -107,6 +111,9 @@ def build_operator(
     status, finalizers, Events, push launches) passes the manager's write fence; the
     Lease itself is served without connection retries.
     """
+    api_key = os.environ[API_KEY_ENV].strip()
+    # The key must not reach a log line in any form, whoever logs it (truss, urllib3, us).
+    register_secret(api_key)
     timing = Timing.scaled(options.time_scale)
     manager = Manager(
         kube,
@@ -122,7 +129,7 @@ def build_operator(
     manager.add_runnable(recorder.start, lambda: _discard(recorder.stop(5.0)), leader_only=True)
     relay = PushOutcomeRelay()
     pusher = TrussPusher(
-        os.environ[API_KEY_ENV].strip(),
+        api_key,
         remote_url(baseten.base_url),
         max_concurrent=options.max_concurrent_pushes,
         # The hard timeout bounds a real child process, which runs no faster under a small
@@ -173,6 +180,8 @@ def run_operator(options: OperatorOptions) -> int:
     kube = (
         KubeClient.from_kubeconfig(options.kubeconfig) if options.kubeconfig else KubeClient.auto()
     )
+    if options.enable_http2:
+        log.warning("--enable-http2 is accepted but not implemented: serving HTTP/1.1")
     manager = build_operator(
         options,
         kube=kube,

@@ -6,7 +6,8 @@ are what every failed call raises; `settings` turns a spec's environment into AP
 and finds drift; `ratelimit` holds the client-side token buckets.
 
 Must not import: `controller`, `truss`, `sim`, `sandbox`, `cli`, `main`, nor the
-`kubernetes` package. From `runtime` only the clock, the write fence and the metrics registry.
+`kubernetes` package. From `runtime` only the clock, the write fence, the metrics registry and
+logging's secret masking.
 """
 
 __all__ = ["client", "errors", "metrics", "models", "settings"]

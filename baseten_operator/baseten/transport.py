@@ -41,6 +41,7 @@ from baseten_operator.baseten.metrics import (
 from baseten_operator.baseten.ratelimit import EndpointRateLimiter, Limit
 from baseten_operator.runtime.clock import Clock
 from baseten_operator.runtime.fence import WriteFence
+from baseten_operator.runtime.logging import mask_secret
 
 log = structlog.get_logger(__name__)
 
@@ -404,9 +405,10 @@ class Transport:
         )
 
     def _safe(self, text: str) -> str:
-        """Text fit for an error: without the key or an echoed auth header, then shortened.
+        """Text fit for an error: without the key (in any encoding) or an echoed auth header,
+        then shortened.
 
         Redaction comes first so truncation can never leave part of the key behind.
         """
         text = _AUTH_HEADER_VALUE.sub(lambda m: m.group(1) + _REDACTED, text)
-        return _shorten(text.replace(self._api_key.value, _REDACTED))
+        return _shorten(mask_secret(text, self._api_key.value, _REDACTED))

@@ -28,11 +28,14 @@ import structlog
 
 from baseten_operator.runtime.client import KubeClient, Resource
 from baseten_operator.runtime.clock import Clock, RealClock
+from baseten_operator.runtime.delegatedauth import DelegatedAuth
 from baseten_operator.runtime.fence import WriteFence
 from baseten_operator.runtime.health import Check, HealthServer
+from baseten_operator.runtime.httpserver import parse_bind_address
 from baseten_operator.runtime.informer import Informer
 from baseten_operator.runtime.leaderelection import LeaderElector
 from baseten_operator.runtime.metrics import MetricsServer
+from baseten_operator.runtime.tlscert import CertificateFiles, self_signed
 
 log = structlog.get_logger(__name__)
 
@@ -55,6 +58,13 @@ class Runnable(Protocol):
 @dataclass
 class ManagerOptions:
     metrics_bind_address: str = ":8080"
+    # HTTPS with TokenReview/SubjectAccessReview on every scrape (controller-runtime's
+    # SecureServing). Off by default in the library; the operator's command turns it on.
+    metrics_secure: bool = False
+    # A directory with the serving certificate and key; empty: self-signed at start.
+    metrics_cert_path: str = ""
+    metrics_cert_name: str = "tls.crt"
+    metrics_cert_key: str = "tls.key"
     health_probe_bind_address: str = ":8081"
     leader_elect: bool = False
     leader_election_id: str = "baseten-operator.models.baseten.com"
@@ -356,7 +366,7 @@ class Manager:
     # -- servers ------------------------------------------------------------------------
 
     def _start_servers(self) -> None:
-        self._metrics_server = MetricsServer(self.options.metrics_bind_address)
+        self._metrics_server = self._new_metrics_server()
         self._metrics_server.start()
         self._health_server = HealthServer(
             self.options.health_probe_bind_address,
@@ -367,6 +377,23 @@ class Manager:
             liveness_checks=self._liveness_checks,
         )
         self._health_server.start()
+
+    def _new_metrics_server(self) -> MetricsServer:
+        options = self.options
+        if not options.metrics_secure or parse_bind_address(options.metrics_bind_address) is None:
+            return MetricsServer(options.metrics_bind_address)  # plain HTTP, or disabled
+        tls = (
+            CertificateFiles(
+                options.metrics_cert_path, options.metrics_cert_name, options.metrics_cert_key
+            )
+            if options.metrics_cert_path
+            else self_signed()
+        )
+        return MetricsServer(
+            options.metrics_bind_address,
+            tls=tls,
+            request_filter=DelegatedAuth(self.client, clock=self._clock),
+        )
 
 
 def install_signal_handlers(manager: Manager) -> None:

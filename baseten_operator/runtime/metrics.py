@@ -25,7 +25,13 @@ from prometheus_client import (
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from baseten_operator.runtime.httpserver import Query, Response, RoutedHTTPServer
+from baseten_operator.runtime.httpserver import (
+    Query,
+    RequestFilter,
+    Response,
+    RoutedHTTPServer,
+    TLSContextSource,
+)
 
 REGISTRY = CollectorRegistry()
 
@@ -232,11 +238,28 @@ class ObjectSeries:
 
 
 class MetricsServer(RoutedHTTPServer):
-    """`/metrics` in the Prometheus text format; address "0" disables it."""
+    """`/metrics` in the Prometheus text format; address "0" disables it.
 
-    def __init__(self, address: str, registry: CollectorRegistry = REGISTRY) -> None:
+    Secure serving is `tls` (HTTPS only) plus a `request_filter` that authenticates and
+    authorizes each scrape (runtime/delegatedauth.py).
+    """
+
+    def __init__(
+        self,
+        address: str,
+        registry: CollectorRegistry = REGISTRY,
+        *,
+        tls: TLSContextSource | None = None,
+        request_filter: RequestFilter | None = None,
+    ) -> None:
         self._registry = registry
-        super().__init__(address, {"/metrics": self._serve}, name="metrics")
+        super().__init__(
+            address,
+            {"/metrics": self._serve},
+            name="metrics",
+            tls=tls,
+            request_filter=request_filter,
+        )
 
     def _serve(self, path: str, query: Query) -> Response:
         return Response(200, generate_latest(self._registry), CONTENT_TYPE_LATEST)

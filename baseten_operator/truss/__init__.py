@@ -7,8 +7,8 @@ child process, the only module that imports the `truss` package (about 100 MB an
 second, and it rewrites `os.environ`).
 
 Must not import: `controller`, `baseten`, `sim`, `sandbox`, `cli`, `main`; and no module but
-`push_child` may import `truss`. From `runtime` only the clock, the write fence and the metrics
-registry.
+`push_child` may import `truss`. From `runtime` only the clock, the write fence, the metrics
+registry and logging's secret masking.
 """
 
 __all__ = ["naming", "pusher"]

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from baseten_operator.runtime.logging import mask_secret
 from baseten_operator.truss.config import write_truss_dir
 from baseten_operator.truss.naming import TRUSS_NAME_PATTERN, validate_push_names
 
@@ -55,7 +56,8 @@ class ChildResult(BaseModel):
 
 
 def redact(text: str, secret: str) -> str:
-    return text.replace(secret, REDACTED) if secret else text
+    """`text` without `secret`, literal or encoded (truss and Baseten errors echo requests)."""
+    return mask_secret(text, secret, REDACTED) if secret else text
 
 
 def short_error(text: str, secret: str) -> str:

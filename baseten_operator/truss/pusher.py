@@ -26,6 +26,7 @@ from pydantic import ValidationError
 from baseten_operator.runtime.clock import Clock, RealClock
 from baseten_operator.runtime.fence import WriteFence
 from baseten_operator.truss import metrics
+from baseten_operator.truss.child_env import child_environment
 from baseten_operator.truss.naming import truss_config_dict
 from baseten_operator.truss.push_child import (
     API_KEY_ENV,
@@ -259,7 +260,7 @@ class TrussPusher:
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            env={**os.environ, API_KEY_ENV: _key(push, self._api_key)},
+            env=child_environment(os.environ, {API_KEY_ENV: _key(push, self._api_key)}),
             start_new_session=True,
         )
         with self._lock:

@@ -22,7 +22,7 @@ given (it sees only that team's models: others answer 404, writes into another t
 
 Must not import the operator (`api`, `baseten`, `truss`, `controller`, `sandbox`, `cli`,
 `main`): it answers as Baseten does (docs/baseten-api.md), whatever the client believes. From
-`runtime` only the clock.
+`runtime` only the clock and the bounded HTTP server (httpserver.py).
 """
 
 from baseten_operator.sim.baseten.engine import LifecycleDurations, SimEngine

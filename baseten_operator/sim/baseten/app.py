@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import quote
 
 from baseten_operator.runtime.clock import Clock
 from baseten_operator.sim.baseten import rest
@@ -84,7 +86,7 @@ class SimApp:
         if request.path == "/v1" or request.path.startswith("/v1/"):
             return self._handle_rest(request)
         if request.method in ("PUT", "POST", "DELETE") and request.path.count("/") >= 2:
-            return self._with_fault(["s3"], lambda: self._handle_s3(request))
+            return self._with_fault(request, ["s3"], lambda: self._handle_s3(request))
         return error_response(SimError(404, "NOT_FOUND", f"No route for {request.path}"))
 
     # ----------------------------------------------------------------- shared steps
@@ -97,13 +99,17 @@ class SimApp:
         known = self._keys.lookup(key)
         return (key.strip(), known) if known is not None else None
 
-    def _with_fault(self, endpoints: list[str], proceed: Callable[[], Response]) -> Response | None:
+    def _with_fault(
+        self, request: Request, endpoints: list[str], proceed: Callable[[], Response]
+    ) -> Response | None:
         fault = self._faults.take(endpoints)
         if fault is None:
             return proceed()
-        return self._apply_fault(fault, proceed)
+        return self._apply_fault(fault, request, proceed)
 
-    def _apply_fault(self, fault: Fault, proceed: Callable[[], Response]) -> Response | None:
+    def _apply_fault(
+        self, fault: Fault, request: Request, proceed: Callable[[], Response]
+    ) -> Response | None:
         if fault.kind == "latency":
             time.sleep(fault.seconds * self._time_scale)
             return proceed()
@@ -114,6 +120,8 @@ class SimApp:
             )
         if fault.kind == "429":
             return rate_limited(fault.retry_after)
+        if fault.kind == "echo":
+            return json_response(fault.status, echoed_credentials(request))
         if fault.kind == "body":
             return json_response(200, fault.body)
         if fault.kind == "omit":
@@ -145,7 +153,9 @@ class SimApp:
         except SimError as exc:
             return error_response(exc)
         endpoint = match.route.endpoint
-        return self._with_fault([endpoint], lambda: self._call_rest(request, key, caller, match))
+        return self._with_fault(
+            request, [endpoint], lambda: self._call_rest(request, key, caller, match)
+        )
 
     def _call_rest(self, request: Request, key: str, caller: ApiKey, match: rest.Match) -> Response:
         endpoint = match.route.endpoint
@@ -190,7 +200,7 @@ class SimApp:
                 self._audit_entry(request, body, 200, f"graphql:{field.name}", caller)
             return json_response(200, result)
 
-        return self._with_fault(["graphql", f"graphql:{field.name}"], execute)
+        return self._with_fault(request, ["graphql", f"graphql:{field.name}"], execute)
 
     # ----------------------------------------------------------------- S3
 
@@ -199,3 +209,17 @@ class SimApp:
             request.method, request.path, request.query, request.headers, request.body
         )
         return Response(result.status, result.body, result.headers)
+
+
+def echoed_credentials(request: Request) -> dict[str, Any]:
+    """An error body that repeats the caller's credentials, as careless APIs and proxies
+    do: the Authorization header, and the key in base64 and URL-quoted, in the message."""
+    header = request.headers.get("authorization", "")
+    key = header.partition(" ")[2].strip()
+    encoded = base64.b64encode(key.encode()).decode()
+    return {
+        "code": "BAD_REQUEST",
+        "message": f"rejected request with Authorization: {header} "
+        f"(basic {encoded}, url https://api.baseten.co/v1?api_key={quote(key, safe='')})",
+        "details": {"headers": {"Authorization": header}},
+    }

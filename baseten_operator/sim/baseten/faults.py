@@ -13,7 +13,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-FAULT_KINDS: frozenset[str] = frozenset({"latency", "5xx", "429", "drop", "body", "omit"})
+# "echo": an error (status 400 unless given) whose body repeats the caller's credentials.
+FAULT_KINDS: frozenset[str] = frozenset({"latency", "5xx", "429", "drop", "echo", "body", "omit"})
 ANY_ENDPOINT = "*"
 
 
@@ -25,7 +26,8 @@ class Fault:
 
     @property
     def status(self) -> int:
-        return int(self.params.get("status", 503 if self.kind == "5xx" else 429))
+        default = {"5xx": 503, "echo": 400}.get(self.kind, 429)
+        return int(self.params.get("status", default))
 
     @property
     def seconds(self) -> float:

@@ -46,7 +46,8 @@ namespace and CRD deletion drain their contents synchronously; the clock given t
 server stamps objects, while watch timeouts and bookmarks follow real time.
 
 Must not import the operator (`api`, `baseten`, `truss`, `controller`, `sandbox`, `cli`,
-`main`): it emulates Kubernetes, not this project. From `runtime` only the clock.
+`main`): it emulates Kubernetes, not this project. From `runtime` only the clock
+and the bounded HTTP server (httpserver.py).
 """
 
 from .server import KubeApiServer

@@ -14,12 +14,14 @@ import threading
 import time
 from dataclasses import dataclass
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
 import structlog
 import yaml
+
+from baseten_operator.runtime.httpserver import BoundedHTTPServer, ConnectionLimits
 
 from . import errors, openapi, protobuf, tables
 from .errors import ApiError
@@ -56,8 +58,13 @@ VERSION_INFO = {
 }
 
 
-class KubeHTTPServer(ThreadingHTTPServer):
-    daemon_threads = True
+# Every informer and kubectl watch holds a connection for as long as it runs (a watch
+# writes and never reads, so the idle timeout does not end it); idle keep-alive
+# connections are closed after two minutes, as kube-apiserver's idle timeout does.
+LIMITS = ConnectionLimits(max_connections=1024, idle_timeout=120.0)
+
+
+class KubeHTTPServer(BoundedHTTPServer):
     request_queue_size = 1024
     allow_reuse_address = True
 
@@ -65,7 +72,7 @@ class KubeHTTPServer(ThreadingHTTPServer):
         self.api = api
         self._open: set[socket.socket] = set()
         self._open_lock = threading.Lock()
-        super().__init__(address, KubeRequestHandler)
+        super().__init__(address, KubeRequestHandler, limits=LIMITS)
 
     def process_request(self, request: Any, client_address: Any) -> None:
         with self._open_lock:
@@ -84,10 +91,6 @@ class KubeHTTPServer(ThreadingHTTPServer):
         for connection in connections:
             with contextlib.suppress(OSError):
                 connection.shutdown(socket.SHUT_RDWR)
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        # A client hanging up mid-request is routine (watch readers do it all the time).
-        log.debug("connection error", client=client_address, exc_info=True)
 
 
 @dataclass(frozen=True)
@@ -260,6 +263,9 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
             self._found(document)
             return
         target = self._resolve(group, version, rest)
+        if target.rt.review or target.subresource == "token":
+            self._answer_review(method, target, raw)
+            return
         verb = _verb(method, target, query)
         failure = api.faults.failure_for(verb, target.rt.plural, target.rt.group)
         if failure is not None:
@@ -319,11 +325,30 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
             raise _no_such_path()
         name = rest[1] if len(rest) > 1 else None
         subresource = rest[2] if len(rest) > 2 else None
-        if subresource is not None and (subresource != "status" or not rt.status_subresource):
+        if subresource is not None and not (
+            (subresource == "status" and rt.status_subresource)
+            or any(subresource == extra for extra, _, _ in rt.create_subresources)
+        ):
             raise _no_such_path()
         if rt.namespaced and name is not None and namespace is None:
             raise _no_such_path()
         return Target(rt, namespace, name, subresource)
+
+    # ---- the review APIs (auth.py) ---------------------------------------------------
+
+    def _answer_review(self, method: str, target: Target, raw: bytes) -> None:
+        if method != "POST":
+            raise errors.method_not_allowed(f"{method} is not allowed here: only create")
+        auth = self.server.api.auth
+        if target.subresource == "token":
+            assert target.namespace is not None and target.name is not None
+            # `kubectl create token` sends its TokenRequest only as protobuf (protobuf.py).
+            body = self._parse_body(raw)
+            self._send_json(201, auth.request_token(target.namespace, target.name, body))
+        elif target.rt.plural == "tokenreviews":
+            self._send_json(201, auth.review_token(self._parse_body(raw)))
+        else:
+            self._send_json(201, auth.review_access(self._parse_body(raw)))
 
     # ---- verbs ---------------------------------------------------------------------
 

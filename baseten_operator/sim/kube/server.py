@@ -11,6 +11,7 @@ import yaml
 
 from baseten_operator.runtime.clock import Clock, RealClock
 
+from .auth import ADMIN_TOKEN, Authority
 from .faults import Faults
 from .handler import KubeHTTPServer
 from .store import Store
@@ -36,6 +37,7 @@ class KubeApiServer:
         self.bookmark_interval = bookmark_interval
         self.store = Store(self.clock, history_limit)
         self.faults = Faults()
+        self.auth = Authority(self.store)
         self._httpd: KubeHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -81,7 +83,7 @@ class KubeApiServer:
             "apiVersion": "v1",
             "kind": "Config",
             "clusters": [{"name": "sim", "cluster": {"server": self.url}}],
-            "users": [{"name": "sim", "user": {"token": "sim-token"}}],
+            "users": [{"name": "sim", "user": {"token": ADMIN_TOKEN}}],
             "contexts": [
                 {
                     "name": "sim",

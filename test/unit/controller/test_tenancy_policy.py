@@ -113,7 +113,7 @@ def test_an_unknown_team_is_a_lookup_failure_naming_it(h) -> None:
     h.create()
     with pytest.raises(ReconcileError):
         h.run()
-    assert h.message() == "unable to check model my-llm: team \"nope\" not found"
+    assert h.message() == 'unable to check model my-llm: team "nope" not found'
     assert h.reasons() == []  # no ModelNotFound: the model's absence is not established
 
 

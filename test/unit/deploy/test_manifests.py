@@ -164,7 +164,7 @@ def test_probes_hit_the_health_server_the_flags_bind() -> None:
     container = manager_container()
     ports = {p["name"]: p["containerPort"] for p in container["ports"]}
     assert f"--health-probe-bind-address=:{ports['health']}" in container["args"]
-    assert f"--metrics-bind-address=:{ports['metrics']}" in container["args"]
+    assert f"--metrics-bind-address=:{ports['https']}" in container["args"]
     assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
     assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "health"}
 

@@ -98,6 +98,39 @@ def test_redact_leaves_harmless_values_alone() -> None:
     }
 
 
+class _Opaque:
+    """A value that only becomes text when rendered (its repr carries the secret)."""
+
+    def __init__(self, secret: str) -> None:
+        self.secret = secret
+
+    def __repr__(self) -> str:
+        return f"Opaque(secret={self.secret})"
+
+
+def test_a_registered_secret_is_masked_in_every_form_anywhere_in_a_line(
+    output: io.StringIO, unique_name: str
+) -> None:
+    import base64
+    from urllib.parse import quote
+
+    from baseten_operator.runtime.logging import register_secret
+
+    secret = f"key/{unique_name}+=?"
+    register_secret(secret)
+    encoded = base64.b64encode(secret.encode()).decode()
+    urlsafe = base64.urlsafe_b64encode(secret.encode()).decode().rstrip("=")
+    log = structlog.get_logger("x")
+    log.info(f"echoed {secret} in the event", body=f"Authorization: Basic {encoded}")
+    log.info("a url", url=f"https://api.example/v1?key={quote(secret, safe='')}&x=1")
+    log.info("nested", detail={"items": [f"token-ish {urlsafe}"]}, opaque=_Opaque(secret))
+    logging.getLogger("urllib3.connectionpool").warning("retrying %s", secret)
+    text = output.getvalue()
+    for form in (secret, encoded, urlsafe, quote(secret, safe="")):
+        assert form not in text
+    assert text.count("[redacted]") >= 6
+
+
 def test_every_field_is_cut_to_1024_characters_and_a_traceback_keeps_its_end(
     output: io.StringIO,
 ) -> None:
