@@ -202,7 +202,9 @@ def _push(p: Pass, model_id: str | None, ap: str, source: TrussSource) -> NoRetu
         # truss would refuse it minutes from now with a cryptic error; only a spec edit helps.
         message = messages.push_preparation_failed(ap, problem)
         p.set(FAILED, message)
-        p.event(EventReason.TRUSS_PUSH_FAILED, messages.push_preparation_failed_event(name, problem))
+        p.event(
+            EventReason.TRUSS_PUSH_FAILED, messages.push_preparation_failed_event(name, problem)
+        )
         raise TerminalError(message)
     if pusher is not None and pusher.in_flight(name):
         # Ours, or the same config in another environment: one push, one name.
