@@ -15,7 +15,8 @@ class OperatorOptions:
     enable_http2: bool = False
     health_probe_bind_address: str = ":8081"
     leader_elect: bool = False
-    leader_election_id: str = "baseten-operator.models.baseten.com"
+    # The Go operator's Lease: during a migration at most one of the two operators leads.
+    leader_election_id: str = "020848ba.baseten.com"
     leader_election_namespace: str = ""
     watch_namespace: str = ""
     max_concurrent_reconciles: int = 5

@@ -74,7 +74,10 @@ def _create(p: Pass, model_id: str) -> NoReturn:
         raise_if_model_gone(error)
         message = messages.environment_create_failed(p.env, error)
         p.set(FAILED, message)
-        p.event(EventReason.ENVIRONMENT_CREATE_FAILED, message)
+        p.event(
+            EventReason.ENVIRONMENT_CREATE_FAILED,
+            messages.environment_create_failed_event(p.env, error),
+        )
         raise ReconcileError(message) from error
     p.event(EventReason.ENVIRONMENT_CREATED, messages.environment_created_event(p.env))
     p.set(PENDING, messages.environment_created(p.env))

@@ -1,6 +1,8 @@
 """Every status message and event text of docs/contract.md, character for character.
 
 Users grep these and Argo CD shows them: change one only together with docs/contract.md.
+Event texts are the Go operator's (its `%q` quoting is `go_quote`), so alerts written for it
+keep matching; status messages are this project's own (docs/contract.md section 10).
 `ap` is the active prefix (`active_prefix`), empty when the environment has no current
 deployment.
 """
@@ -11,8 +13,10 @@ from collections.abc import Sequence
 
 from baseten_operator.api.constants import ACTIVE
 from baseten_operator.baseten.models import AutoscalingSettingsV1, DeploymentV1
+from baseten_operator.runtime.text import go_quote
 
 PAUSED_MESSAGE = "reconciliation paused"
+RETRIES_EXHAUSTED = " (retries exhausted)"
 AWAITING = "awaiting reconciliation"
 
 
@@ -95,7 +99,7 @@ def model_not_found(name: str) -> str:
 
 
 def model_not_found_event(name: str) -> str:
-    return f"Model '{name}' not found in Baseten"
+    return f"Model {go_quote(name)} not found"
 
 
 def recreation_blocked(name: str, policy: str) -> str:
@@ -118,6 +122,10 @@ def invalidating_model_id(model_id: str) -> str:
 
 def environment_create_failed(env: str, error: object) -> str:
     return f"Failed to create environment '{env}': {error}"
+
+
+def environment_create_failed_event(env: str, error: object) -> str:
+    return f"Failed to create environment {env}: {error}"
 
 
 def environment_created_event(env: str) -> str:
@@ -174,8 +182,9 @@ def candidate_failed(ap: str, name: str, status: str) -> str:
     return f"{ap}candidate {name} failed: {status}"
 
 
-def candidate_failed_event(name: str, status: str) -> str:
-    return f"Candidate deployment {name} failed with status {status}"
+def candidate_failed_event(name: str, status: str, *, exhausted: bool) -> str:
+    text = f"Candidate deployment {name} failed with status {status}"
+    return f"{text}{RETRIES_EXHAUSTED}" if exhausted else text
 
 
 def candidate_exhausted(ap: str, name: str, status: str, deadline: str) -> str:
@@ -213,8 +222,8 @@ def source_not_found(ap: str, source: str) -> str:
     return f"{ap}unable to promote: source deployment {source} not found"
 
 
-def source_not_found_event(source: str) -> str:
-    return f"Source deployment {source} not found"
+def source_not_found_event(source: str, model: str) -> str:
+    return f"Source deployment {go_quote(source)} not found for model {go_quote(model)}"
 
 
 def source_failing(ap: str, source: str, status: str) -> str:
@@ -225,8 +234,8 @@ def source_exhausted(ap: str, source: str, status: str, deadline: str) -> str:
     return f"{source_failing(ap, source, status)} (retries exhausted after {deadline})"
 
 
-def source_failed_event(source: str, status: str, deadline: str) -> str:
-    return f"Source deployment {source} is {status}, retries exhausted after {deadline}"
+def source_failed_event(source: str, status: str) -> str:
+    return f"Source deployment {go_quote(source)} is in {status} state{RETRIES_EXHAUSTED}"
 
 
 def waiting_for_source(ap: str, source: str, status: str) -> str:
@@ -253,7 +262,7 @@ def promotion_failed(ap: str, source: str, env: str, error: object) -> str:
 
 
 def promotion_failed_event(source: str, env: str, error: object) -> str:
-    return f"Promotion of '{source}' to {env} failed: {error}"
+    return f"Failed to promote {source} to {env}: {error}"
 
 
 def promoted_event(source: str, env: str) -> str:
@@ -294,6 +303,11 @@ def configmap_not_found(name: str) -> str:
     return f"ConfigMap '{name}' not found"
 
 
+def configmap_not_found_event(name: str) -> str:
+    """The Go operator's text: its error wraps the API server's NotFound."""
+    return f"{configmap_not_found(name)}: configmaps {go_quote(name)} not found"
+
+
 def configmap_key_not_found(key: str, name: str) -> str:
     return f"key '{key}' not found in ConfigMap '{name}'"
 
@@ -305,6 +319,10 @@ def configmap_key_not_text(key: str, name: str) -> str:
 def push_preparation_failed(ap: str, detail: str) -> str:
     """A push that cannot start: setup script missing, or a config truss would refuse."""
     return f"{ap}truss push failed: {detail}"
+
+
+def push_preparation_failed_event(name: str, detail: str) -> str:
+    return f"Failed to prepare truss push for '{name}': {detail}"
 
 
 def push_in_progress(ap: str, name: str) -> str:

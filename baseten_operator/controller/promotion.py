@@ -142,7 +142,7 @@ def _fail_or_retry_candidate(p: Pass, model_id: str, ap: str, candidate: Deploym
             p.set(status, message)
             p.event(
                 EventReason.PROMOTION_FAILED,
-                messages.candidate_failed_event(candidate.name, status),
+                messages.candidate_failed_event(candidate.name, status, exhausted=True),
             )
             raise TerminalError(message)
 
@@ -152,7 +152,8 @@ def _fail_or_retry_candidate(p: Pass, model_id: str, ap: str, candidate: Deploym
         message = messages.candidate_failed(ap, candidate.name, status)
         p.set(status, message)
         p.event(
-            EventReason.PROMOTION_FAILED, messages.candidate_failed_event(candidate.name, status)
+            EventReason.PROMOTION_FAILED,
+            messages.candidate_failed_event(candidate.name, status, exhausted=False),
         )
         raise TerminalError(message)
 
@@ -230,7 +231,10 @@ def _validate_source(p: Pass, model_id: str, ap: str, source: str) -> Deployment
     if deployment is None:  # the exact-name list came back without it
         message = messages.source_not_found(ap, source)
         p.set(FAILED, message)
-        p.event(EventReason.SOURCE_DEPLOYMENT_NOT_FOUND, messages.source_not_found_event(source))
+        p.event(
+            EventReason.SOURCE_DEPLOYMENT_NOT_FOUND,
+            messages.source_not_found_event(source, p.spec.model_name),
+        )
         raise ReconcileError(message)
 
     status = deployment.status
@@ -245,7 +249,7 @@ def _validate_source(p: Pass, model_id: str, ap: str, source: str) -> Deployment
             p.set(status, message)
             p.event(
                 EventReason.SOURCE_DEPLOYMENT_FAILED,
-                messages.source_failed_event(source, status, deadline),
+                messages.source_failed_event(source, status),
             )
             raise TerminalError(message)
 

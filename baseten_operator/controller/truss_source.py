@@ -40,7 +40,12 @@ from baseten_operator.truss.pusher import PushOutcome, PushRequest
 
 
 class SetupScriptError(Exception):
-    """The setup script's ConfigMap or key is missing; str() is the status detail."""
+    """The setup script's ConfigMap or key is missing; str() is the status detail,
+    `event_text` the Go operator's SetupScriptNotFound text."""
+
+    def __init__(self, detail: str, event_text: str | None = None) -> None:
+        super().__init__(detail)
+        self.event_text = event_text or detail
 
 
 @dataclass(frozen=True)
@@ -69,7 +74,9 @@ def read_setup_script(configmaps: ObjectCache, namespace: str, truss_config: Tru
         return script.inline or ""
     configmap = configmaps.get(namespace, ref.name)
     if configmap is None:
-        raise SetupScriptError(messages.configmap_not_found(ref.name))
+        raise SetupScriptError(
+            messages.configmap_not_found(ref.name), messages.configmap_not_found_event(ref.name)
+        )
     return _configmap_text(configmap, ref.key, ref.name)
 
 
@@ -111,7 +118,7 @@ def resolve_truss_source(p: Pass, model_id: str | None) -> str:
     except SetupScriptError as error:
         message = messages.push_preparation_failed(ap, str(error))
         p.set(FAILED, message)
-        p.event(EventReason.SETUP_SCRIPT_NOT_FOUND, message)
+        p.event(EventReason.SETUP_SCRIPT_NOT_FOUND, error.event_text)
         raise ReconcileError(message) from error
 
     _collect_outcome(p, ap, source)
@@ -195,7 +202,9 @@ def _push(p: Pass, model_id: str | None, ap: str, source: TrussSource) -> NoRetu
         # truss would refuse it minutes from now with a cryptic error; only a spec edit helps.
         message = messages.push_preparation_failed(ap, problem)
         p.set(FAILED, message)
-        p.event(EventReason.TRUSS_PUSH_FAILED, message)
+        p.event(
+            EventReason.TRUSS_PUSH_FAILED, messages.push_preparation_failed_event(name, problem)
+        )
         raise TerminalError(message)
     if pusher is not None and pusher.in_flight(name):
         # Ours, or the same config in another environment: one push, one name.

@@ -67,7 +67,7 @@ class ManagerOptions:
     metrics_cert_key: str = "tls.key"
     health_probe_bind_address: str = ":8081"
     leader_elect: bool = False
-    leader_election_id: str = "baseten-operator.models.baseten.com"
+    leader_election_id: str = ""  # the Lease's name: required with leader_elect
     leader_election_namespace: str = "default"
     namespace: str | None = None
     shutdown_timeout: float = 30.0
@@ -117,6 +117,8 @@ class Manager:
         `lease_client` (default `client`) serves the Lease: give it one without connection
         retries, so that a renewal ends at its deadline.
         """
+        if options.leader_elect and not options.leader_election_id:
+            raise ValueError("leader election needs a leader_election_id (the Lease's name)")
         self.client = client
         self.options = options
         self.identity = identity or default_identity()

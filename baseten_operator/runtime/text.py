@@ -22,3 +22,35 @@ def cut_tail(text: str, limit: int = MAX_TEXT) -> str:
     if len(text) <= limit:
         return text
     return ELLIPSIS + text[len(text) - limit + len(ELLIPSIS) :]
+
+
+_GO_ESCAPES = {
+    "\a": "\\a",
+    "\b": "\\b",
+    "\f": "\\f",
+    "\n": "\\n",
+    "\r": "\\r",
+    "\t": "\\t",
+    "\v": "\\v",
+    "\\": "\\\\",
+    '"': '\\"',
+}
+
+
+def go_quote(text: str) -> str:
+    """`text` as Go's `%q` (strconv.Quote) writes it: in double quotes, with quotes,
+    backslashes and non-printable characters escaped. Go's printable set (letters, marks,
+    numbers, punctuation, symbols, the ASCII space) is Python's `str.isprintable`."""
+    out = []
+    for char in text:
+        if char in _GO_ESCAPES:
+            out.append(_GO_ESCAPES[char])
+        elif char.isprintable():
+            out.append(char)
+        elif ord(char) < 0x80:
+            out.append(f"\\x{ord(char):02x}")
+        elif ord(char) < 0x10000:
+            out.append(f"\\u{ord(char):04x}")
+        else:
+            out.append(f"\\U{ord(char):08x}")
+    return '"' + "".join(out) + '"'

@@ -36,7 +36,7 @@ INSTALL_MANIFEST = REPO / "deploy" / "install.yaml"
 API_KEY = "e2e-key"
 OPERATOR_NAMESPACE = "baseten-operator-system"
 API_KEY_SECRET = "baseten-operator-api-key"
-LEASE_NAME = "baseten-operator.models.baseten.com"
+LEASE_NAME = "020848ba.baseten.com"
 # Every delay of the operator and every simulated lifecycle step x0.02: a 30 s promotion poll
 # takes 0.6 s, the 5 min steady-state requeue 6 s, a deployment build 0.4 s.
 TIME_SCALE = 0.02

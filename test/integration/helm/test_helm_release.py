@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parents[3]
 CHART = REPO / "deploy" / "charts" / "baseten-operator"
 NAMESPACE = "baseten-operator-system"
 CRD = "basetenmodels.models.baseten.com"
-LEASE = "baseten-operator.models.baseten.com"
+LEASE = "020848ba.baseten.com"
 pytestmark = pytest.mark.integration
 
 

@@ -56,7 +56,7 @@ def test_environment_create_failure(h) -> None:
     assert h.message() == "Failed to create environment 'production': HTTP 400: nope"
     assert h.event("EnvironmentCreateFailed") == (
         "Warning",
-        "Failed to create environment 'production': HTTP 400: nope",
+        "Failed to create environment production: HTTP 400: nope",
     )
 
 

@@ -206,7 +206,10 @@ def test_source_not_found(h) -> None:
         h.run()
     assert h.word() == "FAILED"
     assert h.message() == f"{AP}unable to promote: source deployment src not found"
-    assert h.event("SourceDeploymentNotFound") == ("Warning", "Source deployment src not found")
+    assert h.event("SourceDeploymentNotFound") == (
+        "Warning",
+        'Source deployment "src" not found for model "my-llm"',
+    )
 
 
 @pytest.mark.parametrize(
@@ -329,7 +332,7 @@ def test_promote_failure(h) -> None:
     )
     assert h.event("PromotionFailed") == (
         "Warning",
-        "Promotion of 'src' to production failed: HTTP 409: promotion in progress",
+        "Failed to promote src to production: HTTP 409: promotion in progress",
     )
 
 

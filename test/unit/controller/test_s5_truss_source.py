@@ -206,7 +206,10 @@ def test_missing_configmap(h) -> None:
         h.run()
     assert h.word() == "FAILED"
     assert h.message() == "active: old | truss push failed: ConfigMap 'my-model-setup' not found"
-    assert h.event("SetupScriptNotFound")[0] == "Warning"
+    assert h.event("SetupScriptNotFound") == (
+        "Warning",
+        "ConfigMap 'my-model-setup' not found: configmaps \"my-model-setup\" not found",
+    )
 
 
 def test_missing_configmap_key(h) -> None:
@@ -216,6 +219,10 @@ def test_missing_configmap_key(h) -> None:
         h.run()
     assert h.message() == (
         "truss push failed: key 'setup.sh' not found in ConfigMap 'my-model-setup'"
+    )
+    assert h.event("SetupScriptNotFound") == (
+        "Warning",
+        "key 'setup.sh' not found in ConfigMap 'my-model-setup'",
     )
 
 
