@@ -14,6 +14,7 @@ from baseten_operator.controller.ports import ObjectCache, Recorder, SiblingLook
 from baseten_operator.controller.status import StatusWriter
 from baseten_operator.controller.timing import Timing
 from baseten_operator.runtime.clock import Clock
+from baseten_operator.runtime.controller import ReportedError
 
 if TYPE_CHECKING:
     from baseten_operator.controller.tenancy import Tenancy
@@ -27,8 +28,8 @@ class Requeue(Exception):
         self.after = after
 
 
-class ReconcileError(Exception):
-    """Ends the pass with an error: the controller requeues it rate-limited."""
+class ReconcileError(ReportedError):
+    """Ends the pass with an error its status already says: requeued rate-limited."""
 
 
 class ModelGone(Exception):

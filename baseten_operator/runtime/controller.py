@@ -61,6 +61,12 @@ class TerminalError(Exception):
     """The pass cannot succeed until the object changes: do not retry."""
 
 
+class ReportedError(Exception):
+    """A failure the reconciler has already reported (in the object's status): requeued
+    rate-limited like any error, but logged without a traceback, which would only repeat
+    an expected outcome (a 5xx, a timeout) as if it were a bug."""
+
+
 class Reconciler(Protocol):
     def reconcile(self, request: Request) -> Result: ...
 
@@ -265,6 +271,10 @@ class Controller:
             self._log_failure(
                 request, "reconcile failed terminally, not retrying", error=str(error)
             )
+        except ReportedError as error:
+            self._queue.add_rate_limited(request)
+            self._count_error()
+            self._log_failure(request, "reconcile failed", error=str(error))
         except Exception as error:
             self._queue.add_rate_limited(request)
             self._count_error()

@@ -8,7 +8,13 @@ import pytest
 import structlog
 
 from baseten_operator.runtime.clock import FakeClock
-from baseten_operator.runtime.controller import Controller, Request, Result, TerminalError
+from baseten_operator.runtime.controller import (
+    Controller,
+    ReportedError,
+    Request,
+    Result,
+    TerminalError,
+)
 from baseten_operator.runtime.fence import NotLeader
 
 WaitUntil = Callable[..., None]
@@ -481,3 +487,23 @@ def test_longest_running_pass_reports_a_stuck_worker(
     assert controller.longest_running_pass() == 61
     release.set()
     wait_until(lambda: controller.longest_running_pass() == 0.0)
+
+
+def test_a_reported_error_is_requeued_and_logged_without_a_traceback(
+    make_controller: Any,
+    clock: FakeClock,
+    wait_until: WaitUntil,
+    sample: Sample,
+    unique_name: str,
+) -> None:
+    reconciler = ScriptedReconciler({"ns/a": [ReportedError("HTTP 503: injected"), Result()]})
+    controller, _ = make_controller(reconciler)
+    with structlog.testing.capture_logs() as logs:
+        controller.start()
+        controller.enqueue(Request("ns", "a"))
+        wait_until(lambda: reconciler.count("ns/a") == 1)
+        clock.advance(1)  # past the first rate-limited backoff
+        wait_until(lambda: reconciler.count("ns/a") >= 2)
+    failed = [entry for entry in logs if entry["event"] == "reconcile failed"]
+    assert failed and all("exc_info" not in entry for entry in failed)
+    assert sample("controller_runtime_reconcile_errors_total", controller=unique_name) == 1
