@@ -6,9 +6,10 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 IMG ?= baseten-operator:dev
 KUBECTL ?= kubectl
+DIST ?= dist
 
 .PHONY: help venv sandbox tour run test test-unit test-integration test-e2e test-e2e-kind lint \
-        manifests install uninstall deploy undeploy docker-build bench clean
+        manifests helm-package install uninstall deploy undeploy docker-build bench lock sbom soak soak-short clean
 
 help: ## List the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -32,10 +33,11 @@ tour: $(STAMP) ## The narrated, self-ending sandbox demo
 run: $(STAMP) ## Run the operator against the current kubeconfig (needs BASETEN_API_KEY)
 	$(BIN)/baseten-operator run $(ARGS)
 
-lint: $(STAMP) ## ruff and mypy
+lint: $(STAMP) ## ruff, mypy and the import contracts (pyproject.toml, [tool.importlinter])
 	$(BIN)/ruff check baseten_operator test hack
 	$(BIN)/ruff format --check baseten_operator test hack
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-cache
 
 test: lint ## Lint, type-check and run the whole test suite
 	$(BIN)/pytest -q $(PYTEST_ARGS)
@@ -52,9 +54,32 @@ test-e2e: $(STAMP) ## The operator as a process, driven with kubectl, on the emu
 bench: $(STAMP) ## Print scale and latency figures (never asserted)
 	$(BIN)/python test/bench/run.py $(ARGS)
 
-manifests: $(STAMP) ## Regenerate the CRD from the API types and render deploy/install.yaml
+soak: $(STAMP) ## Chaos soak: 200 CRs, two replicas, faults, kills, a freeze (minutes; not in `make test`)
+	$(BIN)/python test/soak/soak.py $(ARGS)
+
+soak-short: $(STAMP) ## The bounded soak that `make test` also runs (under a minute)
+	$(BIN)/python test/soak/soak.py --short $(ARGS)
+
+manifests: $(STAMP) ## Regenerate the CRD (config/crd and the Helm chart's copy) and deploy/install.yaml
 	$(BIN)/python hack/generate_manifests.py
 	$(KUBECTL) kustomize config/default > deploy/install.yaml
+
+helm-package: $(STAMP) ## Lint and package the Helm chart as $(DIST)/baseten-operator-{version}.tgz
+	$(BIN)/python hack/package_chart.py $(DIST)
+
+# Hash-pinned closures: the operator's runtime (what the image installs) and the image's
+# build tools. Regenerate after editing pyproject.toml's dependencies (a test checks).
+PIP_COMPILE := $(BIN)/pip-compile --quiet --generate-hashes --allow-unsafe \
+	--no-emit-index-url --no-emit-find-links
+
+lock: $(STAMP) ## Regenerate requirements.lock and requirements-build.lock (hashes included)
+	$(PIP_COMPILE) --strip-extras --output-file requirements.lock pyproject.toml
+	$(PIP_COMPILE) --output-file requirements-build.lock hack/requirements-build.in
+
+SBOM ?= sbom.cdx.json
+sbom: $(STAMP) ## Write $(SBOM): a CycloneDX SBOM of the locked runtime closure (offline)
+	$(BIN)/cyclonedx-py requirements requirements.lock --pyproject pyproject.toml \
+		--output-format JSON --output-reproducible --output-file $(SBOM)
 
 test-e2e-kind: $(STAMP) ## e2e on a kind cluster (needs Docker and kind; says so without them)
 	hack/kind-e2e.sh
@@ -75,4 +100,4 @@ docker-build: ## Build the operator image IMG
 	docker build -t $(IMG) .
 
 clean: ## Remove the virtualenv and caches
-	rm -rf $(VENV) .mypy_cache .ruff_cache build *.egg-info
+	rm -rf $(VENV) .mypy_cache .ruff_cache build dist *.egg-info sbom.cdx.json

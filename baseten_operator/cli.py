@@ -23,6 +23,22 @@ def positive_int(text: str) -> int:
     return value
 
 
+def flag_bool(text: str) -> bool:
+    """Go flag syntax for booleans: `--flag`, `--flag=true`, `--flag=false`."""
+    lowered = text.strip().lower()
+    if lowered in ("true", "1", "t", "yes"):
+        return True
+    if lowered in ("false", "0", "f", "no"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text}")
+
+
+def add_bool_flag(parser: argparse.ArgumentParser, name: str, default: bool, help: str) -> None:
+    parser.add_argument(
+        name, type=flag_bool, nargs="?", const=True, default=default, metavar="BOOL", help=help
+    )
+
+
 def add_operator_flags(parser: argparse.ArgumentParser) -> None:
     """The flags of `run`, named like the Go operator's where they exist."""
     d = OperatorOptions()
@@ -30,6 +46,26 @@ def add_operator_flags(parser: argparse.ArgumentParser) -> None:
         "--metrics-bind-address",
         default=d.metrics_bind_address,
         help="address of the Prometheus /metrics endpoint ('0' disables it)",
+    )
+    add_bool_flag(
+        parser,
+        "--metrics-secure",
+        d.metrics_secure,
+        "serve metrics over HTTPS to callers the API server authorizes for GET /metrics "
+        "(--metrics-secure=false: plain HTTP, for local runs)",
+    )
+    parser.add_argument(
+        "--metrics-cert-path",
+        default=d.metrics_cert_path,
+        help="directory of the metrics serving certificate (default: self-signed at start)",
+    )
+    parser.add_argument("--metrics-cert-name", default=d.metrics_cert_name)
+    parser.add_argument("--metrics-cert-key", default=d.metrics_cert_key)
+    add_bool_flag(
+        parser,
+        "--enable-http2",
+        d.enable_http2,
+        "accepted for compatibility; metrics are served over HTTP/1.1 only",
     )
     parser.add_argument(
         "--health-probe-bind-address",
@@ -77,6 +113,13 @@ def add_operator_flags(parser: argparse.ArgumentParser) -> None:
         "(a pass stuck for twice this fails /healthz)",
     )
     parser.add_argument(
+        "--require-namespace-policy",
+        action="store_true",
+        default=d.require_namespace_policy,
+        help="a namespace without the models.baseten.com/allowed-models annotation manages "
+        "no model (deny by default)",
+    )
+    parser.add_argument(
         "--kubeconfig",
         default=None,
         help="kubeconfig path (default: $KUBECONFIG, ~/.kube/config, in-cluster)",
@@ -86,6 +129,11 @@ def add_operator_flags(parser: argparse.ArgumentParser) -> None:
 def options_from_args(args: argparse.Namespace) -> OperatorOptions:
     return OperatorOptions(
         metrics_bind_address=args.metrics_bind_address,
+        metrics_secure=args.metrics_secure,
+        metrics_cert_path=args.metrics_cert_path,
+        metrics_cert_name=args.metrics_cert_name,
+        metrics_cert_key=args.metrics_cert_key,
+        enable_http2=args.enable_http2,
         health_probe_bind_address=args.health_probe_bind_address,
         leader_elect=args.leader_elect,
         leader_election_id=args.leader_election_id,
@@ -98,7 +146,26 @@ def options_from_args(args: argparse.Namespace) -> OperatorOptions:
         time_scale=args.time_scale,
         kubeconfig=args.kubeconfig,
         baseten_timeout=args.baseten_timeout,
+        require_namespace_policy=args.require_namespace_policy,
     )
+
+
+SOURCE_ONLY_PACKAGES = ("baseten_operator.sandbox", "baseten_operator.sim")
+
+
+def add_sandbox_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """`sandbox`, in a source checkout only: the wheel (the image) leaves the sandbox and
+    the simulators out (pyproject.toml), and `run` must not need them."""
+    try:
+        from baseten_operator.sandbox.command import add_sandbox_arguments
+    except ModuleNotFoundError as error:
+        if not (error.name or "").startswith(SOURCE_ONLY_PACKAGES):
+            raise
+        return
+    sandbox = commands.add_parser(
+        "sandbox", help="the operator on an embedded Kubernetes emulator and Baseten simulator"
+    )
+    add_sandbox_arguments(sandbox)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -112,12 +179,7 @@ def build_parser() -> argparse.ArgumentParser:
     from baseten_operator.plan.command import add_plan_arguments
 
     add_plan_arguments(plan)
-    sandbox = commands.add_parser(
-        "sandbox", help="the operator on an embedded Kubernetes emulator and Baseten simulator"
-    )
-    from baseten_operator.sandbox.command import add_sandbox_arguments
-
-    add_sandbox_arguments(sandbox)
+    add_sandbox_command(commands)
     commands.add_parser("crd", help="print the BasetenModel CustomResourceDefinition (YAML)")
     return parser
 

@@ -7,10 +7,16 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class OperatorOptions:
-    metrics_bind_address: str = ":8080"
+    metrics_bind_address: str = ":8443"
+    metrics_secure: bool = True
+    metrics_cert_path: str = ""
+    metrics_cert_name: str = "tls.crt"
+    metrics_cert_key: str = "tls.key"
+    enable_http2: bool = False
     health_probe_bind_address: str = ":8081"
     leader_elect: bool = False
-    leader_election_id: str = "baseten-operator.models.baseten.com"
+    # The Go operator's Lease: during a migration at most one of the two operators leads.
+    leader_election_id: str = "020848ba.baseten.com"
     leader_election_namespace: str = ""
     watch_namespace: str = ""
     max_concurrent_reconciles: int = 5
@@ -22,3 +28,5 @@ class OperatorOptions:
     shutdown_timeout: float = 30.0
     # Total deadline of one Baseten call, retries and waits included.
     baseten_timeout: float = 30.0
+    # A namespace without models.baseten.com/allowed-models manages nothing (deny by default).
+    require_namespace_policy: bool = False

@@ -8,14 +8,16 @@ from importlib.metadata import PackageNotFoundError, version
 
 import structlog
 
-from baseten_operator.baseten.client import API_KEY_ENV, BasetenClient
+from baseten_operator.baseten.client import API_KEY_ENV, DEFAULT_TIMEOUT, BasetenClient
 from baseten_operator.baseten.errors import ConfigError
+from baseten_operator.baseten.pool import BasetenClientPool, MakeClient
 from baseten_operator.config import OperatorOptions
 from baseten_operator.controller.setup import PushOutcomeRelay, setup_with_manager
 from baseten_operator.controller.timing import Timing
 from baseten_operator.runtime.client import KubeClient
 from baseten_operator.runtime.clock import Clock, RealClock
-from baseten_operator.runtime.logging import configure_logging
+from baseten_operator.runtime.fence import WriteFence
+from baseten_operator.runtime.logging import configure_logging, register_secret
 from baseten_operator.runtime.manager import (
     Manager,
     ManagerOptions,
@@ -36,7 +38,7 @@ STUCK_PASS_DEADLINES = 2
 
 
 def user_agent(identity: str) -> str:
-    """Names the replica in every Baseten request, so audit logs tell replicas apart."""
+    """Names the replica in every Baseten and Kubernetes request: audit logs tell replicas apart."""
     try:
         release = version("baseten-operator")
     except PackageNotFoundError:
@@ -49,15 +51,40 @@ def remote_url(api_base_url: str) -> str:
     return api_base_url.rstrip("/").removesuffix("/v1")
 
 
+def operator_namespace() -> str:
+    """The namespace the operator runs in (its Lease's default, its API key Secrets')."""
+    return os.environ.get("POD_NAMESPACE") or "default"
+
+
+def client_factory(
+    base_url: str, *, timeout: float = DEFAULT_TIMEOUT, user_agent: str | None = None
+) -> MakeClient:
+    """The one place every namespace's Baseten client is built, like the operator's own."""
+    return lambda api_key: BasetenClient(api_key, base_url, timeout=timeout, user_agent=user_agent)
+
+
+def fenced_clients(make_client: MakeClient, fence: WriteFence) -> MakeClient:
+    """`make_client`, with every client it builds writing only through `fence`."""
+
+    def make(api_key: str) -> BasetenClient:
+        client: BasetenClient = make_client(api_key)
+        client.fence_writes(fence)
+        return client
+
+    return make
+
+
 def manager_options(options: OperatorOptions) -> ManagerOptions:
     return ManagerOptions(
         metrics_bind_address=options.metrics_bind_address,
+        metrics_secure=options.metrics_secure,
+        metrics_cert_path=options.metrics_cert_path,
+        metrics_cert_name=options.metrics_cert_name,
+        metrics_cert_key=options.metrics_cert_key,
         health_probe_bind_address=options.health_probe_bind_address,
         leader_elect=options.leader_elect,
         leader_election_id=options.leader_election_id,
-        leader_election_namespace=options.leader_election_namespace
-        or os.environ.get("POD_NAMESPACE")
-        or "default",
+        leader_election_namespace=options.leader_election_namespace or operator_namespace(),
         namespace=options.watch_namespace or None,
         shutdown_timeout=options.shutdown_timeout,
     )
@@ -74,13 +101,19 @@ def build_operator(
     baseten: BasetenClient,
     clock: Clock,
     identity: str | None = None,
+    make_client: MakeClient | None = None,
 ) -> Manager:
     """Every piece of the operator wired on a Manager that is ready to start (not started).
 
-    The truss pusher's child processes get the API key from BASETEN_API_KEY. Every
-    write (Baseten, status, finalizers, Events, push launches) passes the manager's
-    write fence; the Lease itself is served without connection retries.
+    `baseten` is the client of the operator's own key; `make_client` builds the client of a
+    namespace's key (default: one like `baseten`). The truss pusher's child processes get
+    the operator's API key from BASETEN_API_KEY. Every write (Baseten with any key,
+    status, finalizers, Events, push launches) passes the manager's write fence; the
+    Lease itself is served without connection retries.
     """
+    api_key = os.environ[API_KEY_ENV].strip()
+    # The key must not reach a log line in any form, whoever logs it (truss, urllib3, us).
+    register_secret(api_key)
     timing = Timing.scaled(options.time_scale)
     manager = Manager(
         kube,
@@ -96,7 +129,7 @@ def build_operator(
     manager.add_runnable(recorder.start, lambda: _discard(recorder.stop(5.0)), leader_only=True)
     relay = PushOutcomeRelay()
     pusher = TrussPusher(
-        os.environ[API_KEY_ENV].strip(),
+        api_key,
         remote_url(baseten.base_url),
         max_concurrent=options.max_concurrent_pushes,
         # The hard timeout bounds a real child process, which runs no faster under a small
@@ -108,10 +141,15 @@ def build_operator(
         fence=manager.fence,
     )
     manager.add_runnable(pusher.start, lambda: pusher.stop(10.0), leader_only=True)
+    pool = BasetenClientPool(
+        baseten, fenced_clients(make_client or client_factory(baseten.base_url), manager.fence)
+    )
     controller = setup_with_manager(
         manager,
+        pool=pool,
+        operator_namespace=operator_namespace(),
+        require_namespace_policy=options.require_namespace_policy,
         kube=writer,
-        baseten=baseten,
         recorder=recorder,
         clock=clock,
         timing=timing,
@@ -136,11 +174,23 @@ def run_operator(options: OperatorOptions) -> int:
     except ConfigError as error:
         print(f"baseten-operator: {error}", file=sys.stderr)
         return EXIT_CONFIG_ERROR
+    make_client = client_factory(
+        baseten.base_url, timeout=options.baseten_timeout, user_agent=user_agent(identity)
+    )
     kube = (
         KubeClient.from_kubeconfig(options.kubeconfig) if options.kubeconfig else KubeClient.auto()
     )
+    if options.enable_http2:
+        log.warning("--enable-http2 is accepted but not implemented: serving HTTP/1.1")
+    # Kubernetes writes name the replica too (audit logs, the soak's fencing checks).
+    kube.api_client.user_agent = user_agent(identity)
     manager = build_operator(
-        options, kube=kube, baseten=baseten, clock=RealClock(), identity=identity
+        options,
+        kube=kube,
+        baseten=baseten,
+        clock=RealClock(),
+        identity=identity,
+        make_client=make_client,
     )
     install_signal_handlers(manager)
     log.info(
@@ -148,5 +198,6 @@ def run_operator(options: OperatorOptions) -> int:
         watch_namespace=options.watch_namespace or "(all)",
         time_scale=options.time_scale,
         leader_elect=options.leader_elect,
+        require_namespace_policy=options.require_namespace_policy,
     )
     return manager.run(lost_lease_grace=LOST_LEASE_EXIT_GRACE)

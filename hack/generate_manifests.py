@@ -1,13 +1,19 @@
-"""`make manifests`: write the BasetenModel CRD generated from the API types.
+"""`make manifests`: write the BasetenModel CRD generated from the API types, and chart copies.
 
-Writes config/crd/bases/models.baseten.com_basetenmodels.yaml and config/crd/kustomization.yaml.
+Writes config/crd/bases/models.baseten.com_basetenmodels.yaml and config/crd/kustomization.yaml,
+and keeps the Helm chart (deploy/charts/baseten-operator) in step: its version and appVersion
+are the project's (pyproject.toml), and its files/ hold copies of the CRD, the manager's RBAC
+rules (config/rbac/role.yaml) and the monitoring of deploy/monitoring, since a chart's
+templates can read only files inside the chart.
 With --check, writes nothing and exits 1 when a committed file is stale.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
+import tomllib
 from pathlib import Path
 
 from baseten_operator.api.crd import CRD_NAME, GENERATED_HEADER, manifest_text
@@ -15,17 +21,43 @@ from baseten_operator.api.crd import CRD_NAME, GENERATED_HEADER, manifest_text
 REPO = Path(__file__).resolve().parent.parent
 CRD_DIR = REPO / "config" / "crd"
 CRD_FILE = f"{CRD_NAME.split('.', 1)[1]}_{CRD_NAME.split('.', 1)[0]}.yaml"
+CHART_DIR = REPO / "deploy" / "charts" / "baseten-operator"
+# Chart file -> the repository file it copies.
+CHART_COPIES = {
+    "files/manager-role.yaml": REPO / "config" / "rbac" / "role.yaml",
+    "files/prometheus-rules.yaml": REPO / "deploy" / "monitoring" / "prometheus-rules.yaml",
+    "files/grafana-dashboard.json": REPO / "deploy" / "monitoring" / "grafana-dashboard.json",
+}
 
 
 def kustomization_text() -> str:
     return f"{GENERATED_HEADER}resources:\n  - bases/{CRD_FILE}\n"
 
 
+def project_version() -> str:
+    with (REPO / "pyproject.toml").open("rb") as file:
+        return str(tomllib.load(file)["project"]["version"])
+
+
+def chart_yaml_text() -> str:
+    """Chart.yaml with version and appVersion set to the project's version."""
+    text = (CHART_DIR / "Chart.yaml").read_text()
+    version = project_version()
+    text = re.sub(r"(?m)^version: .*$", f"version: {version}", text)
+    return re.sub(r"(?m)^appVersion: .*$", f'appVersion: "{version}"', text)
+
+
 def expected_files() -> dict[Path, str]:
-    return {
-        CRD_DIR / "bases" / CRD_FILE: manifest_text(),
+    crd = manifest_text()
+    files = {
+        CRD_DIR / "bases" / CRD_FILE: crd,
         CRD_DIR / "kustomization.yaml": kustomization_text(),
+        CHART_DIR / "Chart.yaml": chart_yaml_text(),
+        CHART_DIR / "files" / "basetenmodel-crd.yaml": crd,
     }
+    for name, source in CHART_COPIES.items():
+        files[CHART_DIR / name] = source.read_text()
+    return files
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,1 +1,12 @@
-"""The BasetenModel API: names, words and pydantic types (BEHAVIOR.md section 1)."""
+"""The BasetenModel API (docs/contract.md section 1): names and words, pydantic types, the CRD.
+
+`constants` holds the group, version, kind, finalizer, modes, status words and event reasons;
+`types` the spec and status as pydantic v2 models (camelCase on the wire); `crd` generates
+the CustomResourceDefinition in `config/crd/bases` from the types.
+
+Must not import: `baseten`, `truss`, `controller`, `sim`, `sandbox`, `cli`, `main`. From
+`runtime` only the `Resource` type, and never the kube client at import time: the CRD
+generator and the simulators load these types without the `kubernetes` package's cost.
+"""
+
+__all__ = ["constants", "crd", "types"]

@@ -1,4 +1,4 @@
-"""Names and words of the BasetenModel API (BEHAVIOR.md sections 1, 2 and 10)."""
+"""Names and words of the BasetenModel API (docs/contract.md sections 1, 2 and 10)."""
 
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ class RollingDeployStrategy(StrEnum):
     REPLICA = "REPLICA"
 
 
-# Baseten deployment statuses (reference/baseten-api.md).
+# Baseten deployment statuses (docs/baseten-api.md).
 BUILDING = "BUILDING"
 DEPLOYING = "DEPLOYING"
 DEPLOY_FAILED = "DEPLOY_FAILED"
@@ -69,7 +69,7 @@ UPDATING = "UPDATING"
 SCALED_TO_ZERO = "SCALED_TO_ZERO"
 WAKING_UP = "WAKING_UP"
 
-# The operator's own deploymentStatus words (BEHAVIOR.md section 2).
+# The operator's own deploymentStatus words (docs/contract.md section 2).
 PROMOTING = "PROMOTING"
 PROMOTING_DEPLOYMENT = "PROMOTING_DEPLOYMENT"
 PENDING = "PENDING"
@@ -78,6 +78,8 @@ DELETING = "DELETING"
 DELETE_FAILED = "DELETE_FAILED"
 DELETE_BLOCKED = "DELETE_BLOCKED"
 ACTIVATING = "ACTIVATING"
+# Another CR owns this (team, model, environment): Ready False, Progressing False.
+CONFLICT = "CONFLICT"
 
 # status.trussPushStatus values.
 TRUSS_PUSHING: Final = "TRUSS_PUSHING"
@@ -98,7 +100,7 @@ PROGRESSING_STATUSES = frozenset(
         UPDATING,
     }
 )
-# Failures the operator retries (BEHAVIOR.md section 4); BUILD_STOPPED is a user's choice.
+# Failures the operator retries (docs/contract.md section 4); BUILD_STOPPED is a user's choice.
 RETRYABLE_FAILURES = frozenset({FAILED, DEPLOY_FAILED, BUILD_FAILED})
 TERMINAL_FAILURES = RETRYABLE_FAILURES | {BUILD_STOPPED}
 
@@ -136,6 +138,8 @@ class EventReason(StrEnum):
     DEPLOYMENT_RETRY_EXHAUSTED = "DeploymentRetryExhausted"
     MODEL_DELETE_BLOCKED = "ModelDeleteBlocked"
     MODEL_DELETE_FAILED = "ModelDeleteFailed"
+    ENVIRONMENT_CONFLICT = "EnvironmentConflict"
+    POLICY_VIOLATION = "PolicyViolation"
 
 
 WARNING_REASONS = frozenset(
@@ -154,10 +158,12 @@ WARNING_REASONS = frozenset(
         EventReason.DEPLOYMENT_RETRY_EXHAUSTED,
         EventReason.MODEL_DELETE_BLOCKED,
         EventReason.MODEL_DELETE_FAILED,
+        EventReason.ENVIRONMENT_CONFLICT,
+        EventReason.POLICY_VIOLATION,
     }
 )
 
 
 def event_type(reason: EventReason) -> str:
-    """The Kubernetes event type BEHAVIOR.md section 10 gives each reason."""
+    """The Kubernetes event type docs/contract.md section 10 gives each reason."""
     return "Warning" if reason in WARNING_REASONS else "Normal"

@@ -2,8 +2,9 @@
 
 The types in api/types.py are the single source: their JSON schema (by alias) is turned into
 the structural OpenAPI v3 form the API server wants ($refs inlined, `X | None` unions
-flattened, titles dropped, exclusive bounds in OpenAPI 3.0 form). What JSON schema cannot say
-(the CEL one-of, list-map conditions, printer columns) is added here.
+flattened, titles dropped, exclusive bounds in OpenAPI 3.0 form, a map's key length as a CEL
+rule since structural schemas have no `propertyNames`). What JSON schema cannot say (the CEL
+one-of and minReplicas <= maxReplicas, list-map conditions, printer columns) is added here.
 `make manifests` writes the result to config/crd/bases (hack/generate_manifests.py).
 """
 
@@ -15,7 +16,11 @@ import yaml
 from pydantic import BaseModel
 
 from baseten_operator.api import constants
-from baseten_operator.api.types import BasetenModelSpec, BasetenModelStatus
+from baseten_operator.api.types import (
+    MAX_REPLICAS_RULE_MESSAGE,
+    BasetenModelSpec,
+    BasetenModelStatus,
+)
 
 JsonSchema = dict[str, Any]
 
@@ -26,6 +31,12 @@ CATEGORIES = ["baseten"]
 ONE_OF_RULE = {
     "rule": "has(self.sourceDeploymentName) != has(self.trussConfig)",
     "message": "exactly one of sourceDeploymentName or trussConfig must be set",
+}
+
+REPLICAS_RULE = {
+    "rule": "!has(self.minReplicas) || !has(self.maxReplicas) "
+    "|| self.minReplicas <= self.maxReplicas",
+    "message": MAX_REPLICAS_RULE_MESSAGE,
 }
 
 PRINTER_COLUMNS: list[dict[str, Any]] = [
@@ -60,6 +71,7 @@ _COPIED = frozenset(
         "pattern",
         "minItems",
         "maxItems",
+        "maxProperties",
         "format",
         "description",
         "default",
@@ -135,6 +147,8 @@ def spec_schema() -> JsonSchema:
     schema = structural_schema(BasetenModelSpec)
     schema["description"] = "Desired state of the model in its Baseten environment."
     schema["x-kubernetes-validations"] = [dict(ONE_OF_RULE)]
+    autoscaling = schema["properties"]["environment"]["properties"]["autoscaling"]
+    autoscaling["x-kubernetes-validations"] = [dict(REPLICAS_RULE)]
     return schema
 
 
@@ -165,6 +179,14 @@ def _structural(node: JsonSchema, definitions: dict[str, JsonSchema]) -> JsonSch
             out[key] = {name: _structural(sub, definitions) for name, sub in value.items()}
         elif key in ("items", "additionalProperties") and isinstance(value, dict):
             out[key] = _structural(value, definitions)
+        elif key == "propertyNames" and set(value) == {"maxLength"}:
+            limit = value["maxLength"]
+            out.setdefault("x-kubernetes-validations", []).append(
+                {
+                    "rule": f"self.all(k, size(k) <= {limit})",
+                    "message": f"keys must be at most {limit} characters",
+                }
+            )
         elif key in ("exclusiveMinimum", "exclusiveMaximum"):
             # JSON schema 2020 gives the bound; OpenAPI 3.0 wants the bound plus a flag.
             out["minimum" if key == "exclusiveMinimum" else "maximum"] = value

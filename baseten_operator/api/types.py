@@ -1,4 +1,4 @@
-"""The BasetenModel resource as pydantic v2 types (BEHAVIOR.md section 1).
+"""The BasetenModel resource as pydantic v2 types (docs/contract.md section 1).
 
 Python fields are snake_case with the API's camelCase names as aliases; unknown fields are
 ignored on read (an older operator reading a newer object must not fail). The field
@@ -8,9 +8,9 @@ here is a bound the API server enforces.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 from pydantic.alias_generators import to_camel
 
 from baseten_operator.api.constants import (
@@ -21,6 +21,32 @@ from baseten_operator.api.constants import (
 )
 
 ENVIRONMENT_NAME_PATTERN = r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$"
+
+# Bounds on every string and map of the resource (the CRD's maxLength / maxProperties): one
+# oversized field must never make an object the API server refuses to store, nor flood
+# statuses and logs. Names follow their owner's limits (Kubernetes: 253 for object names and
+# keys, 63 for labels-like environment names); free text gets room for any sensible use.
+NAME_MAX = 255  # Baseten model and deployment names
+ENVIRONMENT_NAME_MAX = 63
+KUBE_NAME_MAX = 253  # ConfigMap names and keys, secret names, variable names, hosts
+IMAGE_MAX = 1024
+SCRIPT_MAX = 262144  # setupScript.inline (a ConfigMap holds larger ones)
+VALUE_MAX = 8192  # an environment variable's or secret map's value
+COMMAND_MAX = 4096
+PATH_MAX = 1024  # endpoints, free text like descriptions
+SHORT_MAX = 64  # enum-like words: accelerator, python version, auth method, statuses
+MESSAGE_MAX = 1024  # status.message and condition messages (the operator cuts longer ones)
+TIME_MAX = 64  # RFC 3339 timestamps
+MAP_MAX = 100  # properties of any map, items of any list
+
+MAX_REPLICAS_RULE_MESSAGE = "minReplicas must be less than or equal to maxReplicas"
+
+
+# Map keys and values, list items: bounded like fields (keys become a CEL rule in the CRD).
+KubeName = Annotated[str, StringConstraints(max_length=KUBE_NAME_MAX)]
+MapValue = Annotated[str, StringConstraints(max_length=VALUE_MAX)]
+Tag = Annotated[str, StringConstraints(max_length=NAME_MAX)]
+BoundedMap = dict[KubeName, MapValue]
 
 
 class ApiModel(BaseModel):
@@ -41,6 +67,8 @@ def to_wire(model: BaseModel) -> dict[str, Any]:
 
 
 class Autoscaling(ApiModel):
+    """Bounds per field here; `minReplicas <= maxReplicas` is a CEL rule (api/crd.py)."""
+
     min_replicas: int | None = Field(
         default=None, ge=0, description="Minimum number of replicas (Baseten min_replica)."
     )
@@ -59,6 +87,13 @@ class Autoscaling(ApiModel):
     target_utilization_percentage: int | None = Field(
         default=None, ge=1, le=100, description="Target utilization, in percent (1-100)."
     )
+
+    @model_validator(mode="after")
+    def _min_not_above_max(self) -> Autoscaling:
+        both = self.min_replicas is not None and self.max_replicas is not None
+        if both and self.min_replicas > self.max_replicas:  # type: ignore[operator]
+            raise ValueError(MAX_REPLICAS_RULE_MESSAGE)
+        return self
 
 
 class RollingDeployConfig(ApiModel):
@@ -111,6 +146,7 @@ class EnvironmentSpec(ApiModel):
     name: str = Field(
         ...,
         pattern=ENVIRONMENT_NAME_PATTERN,
+        max_length=ENVIRONMENT_NAME_MAX,
         description="Baseten environment name (lowercase alphanumeric and '-').",
     )
     autoscaling: Autoscaling | None = Field(
@@ -135,24 +171,34 @@ class OrphanDeploymentCleanup(ApiModel):
     )
 
 
-# --- trussConfig (field order is the hash order of reference/hash-compat.md) ---------------
+# --- trussConfig (field order is the hash order of docs/truss.md) ---------------
 
 
 class Resources(ApiModel):
-    accelerator: str = Field(..., description="Accelerator, e.g. H100:1, A100:4, L4.")
+    accelerator: str = Field(
+        ..., max_length=SHORT_MAX, description="Accelerator, e.g. H100:1, A100:4, L4."
+    )
     use_gpu: bool | None = Field(default=None, description="Whether the model uses a GPU.")
 
 
 class DockerAuth(ApiModel):
     auth_method: str = Field(
-        ..., description="Registry auth method, e.g. GCP_SERVICE_ACCOUNT_JSON."
+        ...,
+        max_length=SHORT_MAX,
+        description="Registry auth method, e.g. GCP_SERVICE_ACCOUNT_JSON.",
     )
-    secret_name: str = Field(..., description="Baseten secret holding the registry credentials.")
-    registry: str = Field(..., description="Registry host, e.g. us-docker.pkg.dev.")
+    secret_name: str = Field(
+        ...,
+        max_length=KUBE_NAME_MAX,
+        description="Baseten secret holding the registry credentials.",
+    )
+    registry: str = Field(
+        ..., max_length=KUBE_NAME_MAX, description="Registry host, e.g. us-docker.pkg.dev."
+    )
 
 
 class BaseImage(ApiModel):
-    image: str = Field(..., description="Base image reference.")
+    image: str = Field(..., max_length=IMAGE_MAX, description="Base image reference.")
     docker_auth: DockerAuth | None = Field(
         default=None, description="Private registry credentials."
     )
@@ -160,10 +206,18 @@ class BaseImage(ApiModel):
 
 class DockerServer(ApiModel):
     no_build: bool | None = Field(default=None, description="Skip the image build.")
-    start_command: str | None = Field(default=None, description="Command that starts the server.")
-    readiness_endpoint: str | None = Field(default=None, description="Readiness probe path.")
-    liveness_endpoint: str | None = Field(default=None, description="Liveness probe path.")
-    predict_endpoint: str | None = Field(default=None, description="Prediction path.")
+    start_command: str | None = Field(
+        default=None, max_length=COMMAND_MAX, description="Command that starts the server."
+    )
+    readiness_endpoint: str | None = Field(
+        default=None, max_length=PATH_MAX, description="Readiness probe path."
+    )
+    liveness_endpoint: str | None = Field(
+        default=None, max_length=PATH_MAX, description="Liveness probe path."
+    )
+    predict_endpoint: str | None = Field(
+        default=None, max_length=PATH_MAX, description="Prediction path."
+    )
     server_port: int | None = Field(default=None, description="Server port (8080 is reserved).")
 
 
@@ -173,31 +227,37 @@ class TrussRuntime(ApiModel):
 
 class ModelMetadata(ApiModel):
     example_model_input: Any = Field(default=None, description="Example input (free JSON).")
-    tags: list[str] | None = Field(default=None, description="Model tags.")
+    tags: list[Tag] | None = Field(default=None, max_length=MAP_MAX, description="Model tags.")
 
 
 class ConfigMapKeyRef(ApiModel):
-    name: str = Field(..., description="ConfigMap name (same namespace).")
-    key: str = Field(..., description="Key holding the script.")
+    name: str = Field(..., max_length=KUBE_NAME_MAX, description="ConfigMap name (same namespace).")
+    key: str = Field(..., max_length=KUBE_NAME_MAX, description="Key holding the script.")
 
 
 class SetupScript(ApiModel):
     config_map_ref: ConfigMapKeyRef | None = Field(
         default=None, description="Script read from a ConfigMap key."
     )
-    inline: str | None = Field(default=None, description="Script text, for small scripts.")
+    inline: str | None = Field(
+        default=None, max_length=SCRIPT_MAX, description="Script text, for small scripts."
+    )
 
 
 class TrussConfig(ApiModel):
     python_version: str | None = Field(
-        default=None, description="Python version, e.g. py311, py312."
+        default=None, max_length=SHORT_MAX, description="Python version, e.g. py311, py312."
     )
     resources: Resources = Field(..., description="Compute resources.")
-    secrets: dict[str, str] | None = Field(
-        default=None, description="Secret names (values are stored in Baseten)."
+    secrets: BoundedMap | None = Field(
+        default=None,
+        max_length=MAP_MAX,
+        description="Secret names (values are stored in Baseten).",
     )
-    environment_variables: dict[str, str] | None = Field(
-        default=None, description="Environment variables of the model server."
+    environment_variables: BoundedMap | None = Field(
+        default=None,
+        max_length=MAP_MAX,
+        description="Environment variables of the model server.",
     )
     base_image: BaseImage = Field(..., description="Base image.")
     docker_server: DockerServer | None = Field(default=None, description="Custom server settings.")
@@ -212,7 +272,9 @@ class TrussConfig(ApiModel):
 
 
 class BasetenModelSpec(ApiModel):
-    model_name: str = Field(..., min_length=1, description="Model name in Baseten.")
+    model_name: str = Field(
+        ..., min_length=1, max_length=NAME_MAX, description="Model name in Baseten."
+    )
     mode: Mode = Field(
         default=Mode.RECONCILE, description="Reconcile (default), Observe (read-only) or Pause."
     )
@@ -226,6 +288,7 @@ class BasetenModelSpec(ApiModel):
     )
     source_deployment_name: str | None = Field(
         default=None,
+        max_length=NAME_MAX,
         description="Existing deployment to promote (exactly one of sourceDeploymentName "
         "and trussConfig).",
     )
@@ -255,60 +318,85 @@ class BasetenModelSpec(ApiModel):
 
 
 class Condition(ApiModel):
-    type: str = Field(..., description="Condition type: Ready or Progressing.")
+    type: str = Field(
+        ..., max_length=SHORT_MAX, description="Condition type: Ready or Progressing."
+    )
     status: Literal["True", "False", "Unknown"] = Field(..., description="True, False, Unknown.")
     observed_generation: int | None = Field(
         default=None, description="metadata.generation the condition was computed from."
     )
     last_transition_time: str | None = Field(
-        default=None, description="When the status last flipped (RFC 3339)."
+        max_length=TIME_MAX, default=None, description="When the status last flipped (RFC 3339)."
     )
-    reason: str | None = Field(default=None, description="The deploymentStatus.")
-    message: str | None = Field(default=None, description="The status message.")
+    reason: str | None = Field(
+        max_length=NAME_MAX, default=None, description="The deploymentStatus."
+    )
+    message: str | None = Field(
+        max_length=MESSAGE_MAX, default=None, description="The status message."
+    )
 
 
 class BasetenModelStatus(ApiModel):
-    model_id: str | None = Field(default=None, alias="modelID", description="Baseten model ID.")
+    model_id: str | None = Field(
+        max_length=NAME_MAX, default=None, alias="modelID", description="Baseten model ID."
+    )
     model_id_resolved_time: str | None = Field(
+        max_length=TIME_MAX,
         default=None,
         alias="modelIDResolvedTime",
         description="When the model ID was first resolved; never cleared.",
     )
     source_deployment_id: str | None = Field(
-        default=None, alias="sourceDeploymentID", description="ID of the last promoted source."
+        max_length=NAME_MAX,
+        default=None,
+        alias="sourceDeploymentID",
+        description="ID of the last promoted source.",
     )
     source_deployment_name: str | None = Field(
-        default=None, description="Name of the source deployment."
+        max_length=NAME_MAX, default=None, description="Name of the source deployment."
     )
     active_deployment_name: str | None = Field(
-        default=None, description="Environment's current deployment."
+        max_length=NAME_MAX, default=None, description="Environment's current deployment."
     )
     candidate_deployment_id: str | None = Field(
-        default=None, alias="candidateDeploymentID", description="Deployment being promoted."
+        max_length=NAME_MAX,
+        default=None,
+        alias="candidateDeploymentID",
+        description="Deployment being promoted.",
     )
     candidate_deployment_name: str | None = Field(
-        default=None, description="Name of the deployment being promoted."
+        max_length=NAME_MAX, default=None, description="Name of the deployment being promoted."
     )
     deployment_status: str | None = Field(
-        default=None, description="Baseten deployment status or the operator's own word."
+        max_length=SHORT_MAX,
+        default=None,
+        description="Baseten deployment status or the operator's own word.",
     )
     active_replica_count: int | None = Field(
         default=None, description="Active replicas of the current deployment."
     )
-    message: str | None = Field(default=None, description="What the operator is doing.")
+    message: str | None = Field(
+        max_length=MESSAGE_MAX, default=None, description="What the operator is doing."
+    )
     truss_config_hash: str | None = Field(
-        default=None, description="Hash of the pushed trussConfig."
+        max_length=SHORT_MAX, default=None, description="Hash of the pushed trussConfig."
     )
     truss_push_status: Literal["TRUSS_PUSHING", "TRUSS_PUSH_DONE"] | None = Field(
         default=None, description="TRUSS_PUSHING or TRUSS_PUSH_DONE."
     )
-    truss_push_time: str | None = Field(default=None, description="When the last push started.")
-    last_cleanup_time: str | None = Field(default=None, description="Last orphan cleanup.")
+    truss_push_time: str | None = Field(
+        max_length=TIME_MAX, default=None, description="When the last push started."
+    )
+    last_cleanup_time: str | None = Field(
+        max_length=TIME_MAX, default=None, description="Last orphan cleanup."
+    )
     first_deployment_failure_time: str | None = Field(
-        default=None, description="First detection of the failing deployment."
+        max_length=TIME_MAX, default=None, description="First detection of the failing deployment."
     )
     deployment_retry_count: int | None = Field(default=None, description="Retries so far.")
-    next_retry_time: str | None = Field(default=None, description="Earliest next retry.")
+    next_retry_time: str | None = Field(
+        max_length=TIME_MAX, default=None, description="Earliest next retry."
+    )
     observed_generation: int | None = Field(
         default=None, description="metadata.generation last reconciled."
     )

@@ -1,4 +1,4 @@
-"""Client of the Baseten management API (the operations in reference/baseten-api.md).
+"""Client of the Baseten management API (the operations in docs/baseten-api.md).
 
 One instance is shared by every reconcile worker: its transport pools connections and
 its rate limiter's buckets are per instance, so all threads draw from the same ones.
@@ -7,6 +7,7 @@ How each call is throttled and retried is the transport's business (transport.py
 
 from __future__ import annotations
 
+import json
 import os
 import random
 from collections.abc import Mapping
@@ -17,19 +18,22 @@ import requests
 from baseten_operator.baseten.errors import (
     AmbiguousDeploymentName,
     AmbiguousModelName,
-    BasetenAPIError,
     ConfigError,
 )
 from baseten_operator.baseten.models import (
+    Ack,
     DeploymentList,
     DeploymentV1,
     EnvironmentList,
+    EnvironmentUpdateAck,
     EnvironmentV1,
     ModelList,
     ModelV1,
     RetryResult,
     SettingsUpdateAck,
     SuccessAck,
+    TeamList,
+    TeamV1,
     Tombstone,
 )
 from baseten_operator.baseten.ratelimit import Limit
@@ -58,6 +62,8 @@ _DEPLOYMENT = _MODEL + "/deployments/{deployment_id}"
 _ENVIRONMENT = _MODEL + "/environments/{env_name}"
 
 LIST_MODELS = Endpoint("GET", "/models", idempotent=True)
+LIST_TEAMS = Endpoint("GET", "/teams", idempotent=True)
+LIST_TEAM_MODELS = Endpoint("GET", "/teams/{team_id}/models", idempotent=True)
 DELETE_MODEL = Endpoint("DELETE", _MODEL, idempotent=True)
 LIST_DEPLOYMENTS = Endpoint("GET", _MODEL + "/deployments", idempotent=True)
 GET_DEPLOYMENT = Endpoint("GET", _DEPLOYMENT, idempotent=True)
@@ -142,6 +148,20 @@ class BasetenClient:
     def __repr__(self) -> str:
         return f"BasetenClient(base_url={self._base_url!r})"
 
+    def _acknowledged(
+        self,
+        endpoint: Endpoint,
+        path: Mapping[str, str],
+        ack: type[Ack],
+        body: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Call an endpoint that answers an acknowledgement; a 200 that does not positively
+        acknowledge (an `error` member, `deleted`/`success` not true, a settings status
+        other than accepted) is a BasetenAPIError quoting the answer."""
+        answer = self._transport.call(endpoint, path, ack, body=body)
+        if not answer.accepted():
+            raise self._transport.unacknowledged(endpoint, json.dumps(answer.answer()))
+
     # --- models ---------------------------------------------------------------------------
 
     def list_models(self, name: str | None = None) -> list[ModelV1]:
@@ -156,8 +176,18 @@ class BasetenClient:
         return matches[0] if matches else None
 
     def delete_model(self, model_id: str) -> None:
-        tombstone = self._transport.call(DELETE_MODEL, {"model_id": model_id}, Tombstone)
-        _check_ack(DELETE_MODEL, tombstone.deleted, "deleted")
+        self._acknowledged(DELETE_MODEL, {"model_id": model_id}, Tombstone)
+
+    # --- teams ------------------------------------------------------------------------------
+
+    def list_teams(self, name: str | None = None) -> list[TeamV1]:
+        query = {"name": name} if name is not None else None
+        return self._transport.call(LIST_TEAMS, {}, TeamList, query=query).teams
+
+    def list_team_models(self, team_id: str, name: str | None = None) -> list[ModelV1]:
+        query = {"name": name} if name is not None else None
+        path = {"team_id": team_id}
+        return self._transport.call(LIST_TEAM_MODELS, path, ModelList, query=query).models
 
     # --- deployments ----------------------------------------------------------------------
 
@@ -178,18 +208,15 @@ class BasetenClient:
 
     def delete_deployment(self, model_id: str, deployment_id: str) -> None:
         path = {"model_id": model_id, "deployment_id": deployment_id}
-        tombstone = self._transport.call(DELETE_DEPLOYMENT, path, Tombstone)
-        _check_ack(DELETE_DEPLOYMENT, tombstone.deleted, "deleted")
+        self._acknowledged(DELETE_DEPLOYMENT, path, Tombstone)
 
     def activate_deployment(self, model_id: str, deployment_id: str) -> None:
         path = {"model_id": model_id, "deployment_id": deployment_id}
-        ack = self._transport.call(ACTIVATE_DEPLOYMENT, path, SuccessAck)
-        _check_ack(ACTIVATE_DEPLOYMENT, ack.success, "success")
+        self._acknowledged(ACTIVATE_DEPLOYMENT, path, SuccessAck)
 
     def deactivate_deployment(self, model_id: str, deployment_id: str) -> None:
         path = {"model_id": model_id, "deployment_id": deployment_id}
-        ack = self._transport.call(DEACTIVATE_DEPLOYMENT, path, SuccessAck)
-        _check_ack(DEACTIVATE_DEPLOYMENT, ack.success, "success")
+        self._acknowledged(DEACTIVATE_DEPLOYMENT, path, SuccessAck)
 
     def retry_deployment(self, model_id: str, deployment_id: str) -> RetryResult:
         path = {"model_id": model_id, "deployment_id": deployment_id}
@@ -199,9 +226,7 @@ class BasetenClient:
         self, model_id: str, deployment_id: str, settings: Mapping[str, Any]
     ) -> None:
         path = {"model_id": model_id, "deployment_id": deployment_id}
-        self._transport.call(
-            UPDATE_DEPLOYMENT_AUTOSCALING, path, SettingsUpdateAck, body=dict(settings)
-        )
+        self._acknowledged(UPDATE_DEPLOYMENT_AUTOSCALING, path, SettingsUpdateAck, dict(settings))
 
     # --- environments ---------------------------------------------------------------------
 
@@ -239,7 +264,7 @@ class BasetenClient:
         if not body:
             return
         path = {"model_id": model_id, "env_name": env_name}
-        self._transport.call(UPDATE_ENVIRONMENT, path, SettingsUpdateAck, body=body)
+        self._acknowledged(UPDATE_ENVIRONMENT, path, EnvironmentUpdateAck, body)
 
     def promote(
         self,
@@ -269,9 +294,3 @@ def _settings_body(
     if promotion_settings is not None:
         body["promotion_settings"] = dict(promotion_settings)
     return body
-
-
-def _check_ack(endpoint: Endpoint, ok: bool, field: str) -> None:
-    """A 200 whose body says the action did not happen is still a failure."""
-    if not ok:
-        raise BasetenAPIError(200, f"{endpoint.method} {endpoint.label} answered {field}=false")

@@ -1,10 +1,16 @@
-"""Response models of the Baseten management API (reference/baseten-api.md).
+"""Response models of the Baseten management API (docs/baseten-api.md).
 
 Field names are the API's snake_case. Unknown fields are ignored, statuses are plain
 strings (a status Baseten adds tomorrow must not break parsing), and every field the
-API might omit has a default. Settings fields default to None rather than to the
-API's documented defaults: drift detection treats "absent" as 0/false/"" and must be
-able to tell absence from an explicit value.
+API might omit has a default.
+
+Absent is not zero: every field a destructive or irreversible decision rests on (replica
+counts, the production/development flags, acknowledgements) defaults to None, meaning
+"Baseten did not say", and the deciding code refuses to act on None. Where the API's
+`null` is itself meaningful (a deployment's `environment`, an environment's
+`current_deployment`), `stated()` tells an explicit null from a missing member.
+Settings fields default to None too: drift detection treats "absent" as 0/false/"" and
+must be able to tell absence from an explicit value.
 """
 
 from __future__ import annotations
@@ -12,7 +18,14 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, TypeAdapter, ValidationError
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    StrictBool,
+    TypeAdapter,
+    ValidationError,
+)
 
 _DATETIME: TypeAdapter[datetime] = TypeAdapter(datetime)
 
@@ -32,6 +45,10 @@ Timestamp = Annotated[datetime | None, BeforeValidator(_lenient_datetime)]
 
 class ApiResponse(BaseModel):
     model_config = ConfigDict(extra="ignore")
+
+    def stated(self, field: str) -> bool:
+        """True when Baseten's answer carried `field` (an explicit null included)."""
+        return field in self.model_fields_set
 
 
 class AutoscalingSettingsV1(ApiResponse):
@@ -74,7 +91,7 @@ class ModelV1(ApiResponse):
     id: str
     name: str
     created_at: Timestamp = None
-    deployments_count: int = 0
+    deployments_count: int | None = None
     production_deployment_id: str | None = None
     development_deployment_id: str | None = None
     instance_type_name: str | None = None
@@ -87,9 +104,10 @@ class DeploymentV1(ApiResponse):
     model_id: str = ""
     created_at: Timestamp = None
     status: str = ""
-    active_replica_count: int = 0
-    is_production: bool = False
-    is_development: bool = False
+    active_replica_count: int | None = None
+    is_production: bool | None = None
+    is_development: bool | None = None
+    # null: attached to no environment; missing (not `stated`): unknown.
     environment: str | None = None
     # None until the deployment has finished deploying.
     autoscaling_settings: AutoscalingSettingsV1 | None = None
@@ -101,8 +119,9 @@ class EnvironmentV1(ApiResponse):
     name: str
     model_id: str = ""
     created_at: Timestamp = None
+    # null: nothing serves; missing (not `stated`): unknown.
     current_deployment: DeploymentV1 | None = None
-    # Set while a promotion runs.
+    # Set while a promotion runs; the API documents a missing member as null.
     candidate_deployment: DeploymentV1 | None = None
     autoscaling_settings: AutoscalingSettingsV1 | None = None
     promotion_settings: PromotionSettingsV1 | None = None
@@ -131,15 +150,72 @@ class EnvironmentList(ApiResponse):
     environments: list[EnvironmentV1]
 
 
-class Tombstone(ApiResponse):
+# Settings PATCHes answer one of these (UpdateAutoscalingSettingsStatusV1).
+SETTINGS_ACCEPTED = frozenset({"ACCEPTED", "QUEUED", "UNCHANGED"})
+
+
+class Ack(ApiResponse):
+    """An acknowledgement: positive only when it says so, in the documented shape.
+
+    Kept whole (extra="allow") so a refusal can quote what Baseten answered.
+    """
+
+    model_config = ConfigDict(extra="allow")
+    error: Any = None
+
+    def positive(self) -> bool:
+        raise NotImplementedError
+
+    def answer(self) -> dict[str, Any]:
+        """The members Baseten sent, as it sent them."""
+        return self.model_dump(mode="json", exclude_unset=True)
+
+    def accepted(self) -> bool:
+        return self.error is None and self.positive()
+
+
+class Tombstone(Ack):
     id: str | None = None
-    deleted: bool = True
+    deleted: StrictBool | None = None
+
+    def positive(self) -> bool:
+        return self.deleted is True
 
 
-class SuccessAck(ApiResponse):
-    success: bool = True
+class SuccessAck(Ack):
+    success: StrictBool | None = None
+
+    def positive(self) -> bool:
+        return self.success is True
 
 
-class SettingsUpdateAck(ApiResponse):
-    status: str = ""
+class SettingsUpdateAck(Ack):
+    """UpdateAutoscalingSettingsResponseV1."""
+
+    status: str | None = None
     message: str | None = None
+
+    def positive(self) -> bool:
+        return self.status in SETTINGS_ACCEPTED
+
+
+class EnvironmentUpdateAck(SettingsUpdateAck):
+    """UpdateEnvironmentResponseV1: `status` is deprecated there, so an answer without it
+    is positive when it carries the updated environment instead."""
+
+    environment: dict[str, Any] | None = None
+
+    def positive(self) -> bool:
+        if self.stated("status"):
+            return super().positive()
+        return self.environment is not None
+
+
+class TeamV1(ApiResponse):
+    id: str
+    name: str
+    default: bool = False
+
+
+class TeamList(ApiResponse):
+    teams: list[TeamV1]

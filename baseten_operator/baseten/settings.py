@@ -1,4 +1,4 @@
-"""Environment settings: from the CR's spec to API payloads, and drift (BEHAVIOR.md 3.8).
+"""Environment settings: from the CR's spec to API payloads, and drift (docs/contract.md 3.8).
 
 Pure functions over the CR's camelCase spec (as `api.types.to_wire` renders it) and
 the API's `EnvironmentV1`. Only the fields the spec sets take part: a field the spec
@@ -23,21 +23,24 @@ from baseten_operator.baseten.models import (
 class _Field:
     spec: str  # key in the CR spec
     api: str  # key in the API payload
-    name: str  # how a change to it is reported (the CR's camelCase name)
+    name: str  # how a change to it is reported (the Go operator's name)
 
 
 def _fields(*pairs: tuple[str, str]) -> tuple[_Field, ...]:
     return tuple(_Field(spec, api, spec) for spec, api in pairs)
 
 
-# Orders are the report order of BEHAVIOR.md 3.8.
-AUTOSCALING_FIELDS = _fields(
-    ("minReplicas", "min_replica"),
-    ("maxReplicas", "max_replica"),
-    ("concurrencyTarget", "concurrency_target"),
-    ("autoscalingWindow", "autoscaling_window"),
-    ("scaleDownDelay", "scale_down_delay"),
-    ("targetUtilizationPercentage", "target_utilization_percentage"),
+# Orders are the report order of docs/contract.md 3.8.
+# Names are the Go operator's (its users' alerts match them): the CR's, but for two.
+AUTOSCALING_FIELDS = (
+    *_fields(
+        ("minReplicas", "min_replica"),
+        ("maxReplicas", "max_replica"),
+        ("concurrencyTarget", "concurrency_target"),
+        ("autoscalingWindow", "autoscaling_window"),
+        ("scaleDownDelay", "scale_down_delay"),
+    ),
+    _Field("targetUtilizationPercentage", "target_utilization_percentage", "targetUtilization"),
 )
 PROMOTION_FIELDS = _fields(
     ("redeployOnPromotion", "redeploy_on_promotion"),
@@ -61,7 +64,7 @@ ROLLING_DEPLOY_CONFIG = "rollingDeployConfig"
 @dataclass(frozen=True)
 class Change:
     field: str
-    actual: Any
+    actual: Any  # None: Baseten sent no value at all, printed empty (`maxSurgePercent →25`)
     desired: Any
 
     def __str__(self) -> str:
@@ -82,7 +85,10 @@ class Drift:
 
 
 def _render(value: Any) -> str:
-    """Values as the Go operator printed them: booleans lower-case, the rest plainly."""
+    """Values as the Go operator printed them: booleans lower-case, nothing empty, the rest
+    plainly."""
+    if value is None:
+        return ""
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
@@ -116,7 +122,7 @@ def promotion_payload(spec_promotion: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _zero_like(desired: Any) -> Any:
-    """What a value the API left out counts as: 0, false or "" (BEHAVIOR.md 3.8)."""
+    """What a value the API left out counts as: 0, false or "" (docs/contract.md 3.8)."""
     if isinstance(desired, bool):
         return False
     if isinstance(desired, int | float):
@@ -130,11 +136,18 @@ def _changes(
     spec: Mapping[str, Any],
     actual: AutoscalingSettingsV1 | PromotionSettingsV1 | RollingDeployConfigV1 | None,
     fields: tuple[_Field, ...],
+    *,
+    absent_is_empty: bool = False,
 ) -> list[Change]:
+    """`absent_is_empty`: with no `actual` section at all, the old value is printed empty,
+    not as a zero (how the Go operator reports a missing rolling deploy config)."""
     changes = []
     for f in fields:
         desired = spec.get(f.spec)
         if desired is None:
+            continue
+        if actual is None and absent_is_empty:
+            changes.append(Change(f.name, None, desired))
             continue
         current = getattr(actual, f.api, None) if actual is not None else None
         if current is None:
@@ -158,6 +171,7 @@ def detect_drift(spec_env: Mapping[str, Any], actual: EnvironmentV1) -> Drift:
                 _section(spec_promotion, ROLLING_DEPLOY_CONFIG),
                 actual_rolling,
                 ROLLING_DEPLOY_FIELDS,
+                absent_is_empty=True,
             ),
         ],
     )

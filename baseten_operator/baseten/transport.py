@@ -33,14 +33,15 @@ from pydantic import BaseModel, ValidationError
 
 from baseten_operator.baseten.deadlines import DeadlineAdapter, deadline
 from baseten_operator.baseten.errors import BasetenAPIError, RateLimited
-from baseten_operator.baseten.ratelimit import EndpointRateLimiter, Limit
-from baseten_operator.runtime.clock import Clock
-from baseten_operator.runtime.fence import WriteFence
-from baseten_operator.runtime.metrics import (
+from baseten_operator.baseten.metrics import (
     BASETEN_API_LATENCY,
     BASETEN_API_REQUESTS,
     BASETEN_RATE_LIMIT_WAIT,
 )
+from baseten_operator.baseten.ratelimit import EndpointRateLimiter, Limit
+from baseten_operator.runtime.clock import Clock
+from baseten_operator.runtime.fence import WriteFence
+from baseten_operator.runtime.logging import mask_secret
 
 log = structlog.get_logger(__name__)
 
@@ -388,6 +389,15 @@ class Transport:
             self._safe(f"malformed response from {endpoint.method} {endpoint.label}: {problem}"),
         )
 
+    def unacknowledged(self, endpoint: Endpoint, answer: str) -> BasetenAPIError:
+        """The error for a 2xx whose body does not acknowledge the action, quoting the body."""
+        return BasetenAPIError(
+            200,
+            self._safe(
+                f"{endpoint.method} {endpoint.label} not acknowledged: Baseten answered {answer}"
+            ),
+        )
+
     def _connection_message(self, endpoint: Endpoint, exc: requests.RequestException) -> str:
         kind = "timeout" if isinstance(exc, requests.Timeout) else "connection error"
         return self._safe(
@@ -395,9 +405,10 @@ class Transport:
         )
 
     def _safe(self, text: str) -> str:
-        """Text fit for an error: without the key or an echoed auth header, then shortened.
+        """Text fit for an error: without the key (in any encoding) or an echoed auth header,
+        then shortened.
 
         Redaction comes first so truncation can never leave part of the key behind.
         """
         text = _AUTH_HEADER_VALUE.sub(lambda m: m.group(1) + _REDACTED, text)
-        return _shorten(text.replace(self._api_key.value, _REDACTED))
+        return _shorten(mask_secret(text, self._api_key.value, _REDACTED))

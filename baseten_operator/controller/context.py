@@ -5,14 +5,19 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from baseten_operator.api.constants import EventReason, event_type
 from baseten_operator.api.types import BasetenModelSpec, BasetenModelStatus
 from baseten_operator.baseten.errors import BasetenAPIError
+from baseten_operator.controller.ports import ObjectCache, Recorder, SiblingLookup
 from baseten_operator.controller.status import StatusWriter
 from baseten_operator.controller.timing import Timing
 from baseten_operator.runtime.clock import Clock
+from baseten_operator.runtime.controller import ReportedError
+
+if TYPE_CHECKING:
+    from baseten_operator.controller.tenancy import Tenancy
 
 
 class Requeue(Exception):
@@ -23,8 +28,8 @@ class Requeue(Exception):
         self.after = after
 
 
-class ReconcileError(Exception):
-    """Ends the pass with an error: the controller requeues it rate-limited."""
+class ReconcileError(ReportedError):
+    """Ends the pass with an error its status already says: requeued rate-limited."""
 
 
 class ModelGone(Exception):
@@ -35,18 +40,6 @@ def raise_if_model_gone(error: BasetenAPIError) -> None:
     """Section 3.15: a 404 on a call that used the model ID means the model is gone."""
     if error.is_not_found:
         raise ModelGone() from error
-
-
-class Recorder(Protocol):
-    def event(self, obj: dict[str, Any], type: str, reason: str, message: str) -> None: ...
-
-
-class ObjectCache(Protocol):
-    def get(self, namespace: str | None, name: str) -> dict[str, Any] | None: ...
-
-
-# BasetenModels (raw dicts) that name a Baseten model, across the watched namespaces.
-SiblingLookup = Callable[[str], list[dict[str, Any]]]
 
 
 @dataclass
@@ -64,6 +57,8 @@ class Dependencies:
     pusher: Any = None  # TrussPusher; None when pushes are not possible
     # U[0, 1) for retry jitter; injectable so tests pin the backoff.
     random: Callable[[], float] = field(default=random.random)
+    # Namespace policy, ownership and per-namespace keys; None: one tenant (no rules).
+    tenancy: Tenancy | None = None
 
 
 @dataclass

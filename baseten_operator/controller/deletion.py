@@ -1,8 +1,8 @@
-"""Deletion (BEHAVIOR.md section 7): what CR teardown does to the Baseten model."""
+"""Deletion (docs/contract.md section 7): what CR teardown does to the Baseten model."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NoReturn
 
 import structlog
 
@@ -75,23 +75,34 @@ def finalize(p: Pass) -> None:
 
 
 def _check_guardrails(p: Pass, model_id: str) -> None:
-    """Refuse while any environment of the model (not only this CR's) still serves."""
+    """Refuse while any environment of the model (not only this CR's) still serves, and
+    whenever Baseten's answer leaves that uncertain: fail closed, never delete on a guess."""
     try:
         environments: list[EnvironmentV1] = p.deps.baseten.list_environments(model_id)
     except BasetenAPIError as error:
+        # A malformed answer (an entry that does not parse) arrives here too.
         if error.is_not_found:
             return  # no model, nothing to protect
-        p.set(DELETE_BLOCKED, messages.delete_list_failed(model_id, error))
-        raise Requeue(p.deps.timing.delete_blocked) from error
-    blockers = sorted(
-        (env.name, minimum, active)
-        for env in environments
-        for minimum, active in [_load(env)]
-        if minimum > 0 or active > 0
-    )
-    if not blockers:
+        _block(p, messages.delete_list_failed(model_id, error))
+    if not environments:
+        evidence = _known_environment(p, model_id)
+        if evidence is not None:
+            _block(p, messages.delete_no_environments_listed(model_id, *evidence))
         return
-    message = messages.delete_blocked(blockers)
+    blockers = []
+    for env in sorted(environments, key=lambda env: env.name):
+        load = _load(env)
+        if isinstance(load, str):  # one unknown count outweighs every known one
+            _block(p, messages.delete_replicas_unknown(env.name, load))
+        minimum, active = load
+        if minimum > 0 or active > 0:
+            blockers.append((env.name, minimum, active))
+    if blockers:
+        _block(p, messages.delete_blocked(blockers))
+
+
+def _block(p: Pass, message: str) -> NoReturn:
+    """DELETE_BLOCKED with `message`; the Event only when entering DELETE_BLOCKED."""
     entering = p.status.deployment_status != DELETE_BLOCKED
     p.set(DELETE_BLOCKED, message)
     if entering:
@@ -99,11 +110,42 @@ def _check_guardrails(p: Pass, model_id: str) -> None:
     raise Requeue(p.deps.timing.delete_blocked)
 
 
-def _load(env: EnvironmentV1) -> tuple[int, int]:
-    minimum = (env.autoscaling_settings.min_replica or 0) if env.autoscaling_settings else 0
-    active = sum(
-        deployment.active_replica_count
-        for deployment in (env.current_deployment, env.candidate_deployment)
-        if deployment is not None
-    )
-    return minimum, active
+def _load(env: EnvironmentV1) -> tuple[int, int] | str:
+    """(min_replica, active replicas of current and candidate), or the member Baseten left
+    out of its answer when one of them cannot be known."""
+    settings = env.autoscaling_settings
+    if settings is None:
+        return "autoscaling_settings"
+    if settings.min_replica is None:
+        return "autoscaling_settings.min_replica"
+    if not env.stated("current_deployment"):
+        return "current_deployment"
+    active = 0
+    for member, deployment in (
+        ("current_deployment", env.current_deployment),
+        ("candidate_deployment", env.candidate_deployment),
+    ):
+        if deployment is None:
+            continue
+        if deployment.active_replica_count is None:
+            return f"{member}.active_replica_count"
+        active += deployment.active_replica_count
+    return settings.min_replica, active
+
+
+def _known_environment(p: Pass, model_id: str) -> tuple[str, str, str] | None:
+    """(who, deployment, environment): a BasetenModel of this model whose status records a
+    deployment in its environment, this one first; None when none does."""
+    own = p.status.active_deployment_name or p.status.candidate_deployment_name
+    if own:
+        return "this BasetenModel", own, p.env
+    for sibling in p.deps.siblings(p.spec.model_name):
+        meta = sibling.get("metadata") or {}
+        status = sibling.get("status") or {}
+        recorded = status.get("activeDeploymentName") or status.get("candidateDeploymentName")
+        if status.get("modelID") != model_id or not recorded:
+            continue
+        environment = ((sibling.get("spec") or {}).get("environment") or {}).get("name")
+        who = f"BasetenModel {meta.get('namespace')}/{meta.get('name')}"
+        return who, str(recorded), str(environment or "unknown")
+    return None

@@ -1,4 +1,4 @@
-"""The target environment: read it, create it, correct its settings (BEHAVIOR.md 3.8)."""
+"""The target environment: read it, create it, correct its settings (docs/contract.md 3.8)."""
 
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ def get_environment(p: Pass, model_id: str) -> EnvironmentV1 | None:
     except BasetenAPIError as error:
         if error.is_not_found:
             return None
-        message = messages.environment_get_failed(p.env, error)
+        message = messages.environment_check_failed(p.env, error)
         p.set(FAILED, message)
         raise ReconcileError(message) from error
 
@@ -74,7 +74,10 @@ def _create(p: Pass, model_id: str) -> NoReturn:
         raise_if_model_gone(error)
         message = messages.environment_create_failed(p.env, error)
         p.set(FAILED, message)
-        p.event(EventReason.ENVIRONMENT_CREATE_FAILED, message)
+        p.event(
+            EventReason.ENVIRONMENT_CREATE_FAILED,
+            messages.environment_create_failed_event(p.env, error),
+        )
         raise ReconcileError(message) from error
     p.event(EventReason.ENVIRONMENT_CREATED, messages.environment_created_event(p.env))
     p.set(PENDING, messages.environment_created(p.env))

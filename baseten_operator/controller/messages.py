@@ -1,6 +1,8 @@
-"""Every status message and event text of BEHAVIOR.md, character for character.
+"""Every status message and event text of docs/contract.md, character for character.
 
-Users grep these and Argo CD shows them: change one only together with BEHAVIOR.md.
+Users grep these and Argo CD shows them: change one only together with docs/contract.md.
+Event texts are the Go operator's (its `%q` quoting is `go_quote`), so alerts written for it
+keep matching; status messages are this project's own (docs/contract.md section 10).
 `ap` is the active prefix (`active_prefix`), empty when the environment has no current
 deployment.
 """
@@ -11,15 +13,23 @@ from collections.abc import Sequence
 
 from baseten_operator.api.constants import ACTIVE
 from baseten_operator.baseten.models import AutoscalingSettingsV1, DeploymentV1
+from baseten_operator.runtime.text import go_quote
 
 PAUSED_MESSAGE = "reconciliation paused"
+RETRIES_EXHAUSTED = " (retries exhausted)"
 AWAITING = "awaiting reconciliation"
+
+
+def replicas(deployment: DeploymentV1) -> str:
+    """`{n} replicas`; a count Baseten did not send reads as unknown, never as 0."""
+    count = deployment.active_replica_count
+    return f"{count if count is not None else 'unknown'} replicas"
 
 
 def active_prefix(current: DeploymentV1 | None) -> str:
     if current is None:
         return ""
-    return f"active: {current.name} ({current.active_replica_count} replicas) | "
+    return f"active: {current.name} ({replicas(current)}) | "
 
 
 def recorded_active_prefix(active_deployment_name: str | None) -> str:
@@ -28,7 +38,7 @@ def recorded_active_prefix(active_deployment_name: str | None) -> str:
 
 
 def steady(current: DeploymentV1, env: str, autoscaling: AutoscalingSettingsV1 | None) -> str:
-    details = [f"{current.active_replica_count} replicas"]
+    details = [replicas(current)]
     if autoscaling is not None:
         details.append(f"min:{autoscaling.min_replica or 0} max:{autoscaling.max_replica or 0}")
     if current.status != ACTIVE:
@@ -68,8 +78,20 @@ def paused_event(model_name: str) -> str:
 # --- section 3.6: model ID ---------------------------------------------------------------
 
 
-def model_lookup_failed(name: str, error: object) -> str:
-    return f"Failed to lookup model '{name}': {error}"
+# A lookup that failed (timeout, 5xx, 4xx other than 404, connection error) says so: "not
+# found" only after a definite 404 or an exact-name list that came back empty.
+
+
+def model_check_failed(name: str, error: object) -> str:
+    return f"unable to check model {name}: {error}"
+
+
+def environment_check_failed(env: str, error: object) -> str:
+    return f"unable to check environment {env}: {error}"
+
+
+def deployment_check_failed(ap: str, name: str, error: object) -> str:
+    return f"{ap}unable to check deployment {name}: {error}"
 
 
 def model_not_found(name: str) -> str:
@@ -77,7 +99,7 @@ def model_not_found(name: str) -> str:
 
 
 def model_not_found_event(name: str) -> str:
-    return f"Model '{name}' not found in Baseten"
+    return f"Model {go_quote(name)} not found"
 
 
 def recreation_blocked(name: str, policy: str) -> str:
@@ -102,16 +124,16 @@ def environment_create_failed(env: str, error: object) -> str:
     return f"Failed to create environment '{env}': {error}"
 
 
+def environment_create_failed_event(env: str, error: object) -> str:
+    return f"Failed to create environment {env}: {error}"
+
+
 def environment_created_event(env: str) -> str:
     return f"Created environment {env} with autoscaling settings"
 
 
 def environment_created(env: str) -> str:
     return f"Created environment {env}"
-
-
-def environment_get_failed(env: str, error: object) -> str:
-    return f"Failed to get environment '{env}': {error}"
 
 
 def updating_group_event(group: str, changes: Sequence[object]) -> str:
@@ -153,18 +175,16 @@ def deployment_active_event(name: str, env: str) -> str:
 
 
 def promoting_candidate(ap: str, candidate: DeploymentV1) -> str:
-    return (
-        f"{ap}promoting: {candidate.name} ({candidate.status}, "
-        f"{candidate.active_replica_count} replicas)"
-    )
+    return f"{ap}promoting: {candidate.name} ({candidate.status}, {replicas(candidate)})"
 
 
 def candidate_failed(ap: str, name: str, status: str) -> str:
     return f"{ap}candidate {name} failed: {status}"
 
 
-def candidate_failed_event(name: str, status: str) -> str:
-    return f"Candidate deployment {name} failed with status {status}"
+def candidate_failed_event(name: str, status: str, *, exhausted: bool) -> str:
+    text = f"Candidate deployment {name} failed with status {status}"
+    return f"{text}{RETRIES_EXHAUSTED}" if exhausted else text
 
 
 def candidate_exhausted(ap: str, name: str, status: str, deadline: str) -> str:
@@ -191,12 +211,19 @@ def promotion_blocked_event(candidate: str) -> str:
 # --- section 3.13: source validation -----------------------------------------------------
 
 
+def promotion_data_unknown(ap: str, env: str, missing: str) -> str:
+    return (
+        f"{ap}unable to promote: current deployment of environment {env} unknown "
+        f"(Baseten answered without {missing})"
+    )
+
+
 def source_not_found(ap: str, source: str) -> str:
     return f"{ap}unable to promote: source deployment {source} not found"
 
 
-def source_not_found_event(source: str) -> str:
-    return f"Source deployment {source} not found"
+def source_not_found_event(source: str, model: str) -> str:
+    return f"Source deployment {go_quote(source)} not found for model {go_quote(model)}"
 
 
 def source_failing(ap: str, source: str, status: str) -> str:
@@ -207,8 +234,8 @@ def source_exhausted(ap: str, source: str, status: str, deadline: str) -> str:
     return f"{source_failing(ap, source, status)} (retries exhausted after {deadline})"
 
 
-def source_failed_event(source: str, status: str, deadline: str) -> str:
-    return f"Source deployment {source} is {status}, retries exhausted after {deadline}"
+def source_failed_event(source: str, status: str) -> str:
+    return f"Source deployment {go_quote(source)} is in {status} state{RETRIES_EXHAUSTED}"
 
 
 def waiting_for_source(ap: str, source: str, status: str) -> str:
@@ -235,7 +262,7 @@ def promotion_failed(ap: str, source: str, env: str, error: object) -> str:
 
 
 def promotion_failed_event(source: str, env: str, error: object) -> str:
-    return f"Promotion of '{source}' to {env} failed: {error}"
+    return f"Failed to promote {source} to {env}: {error}"
 
 
 def promoted_event(source: str, env: str) -> str:
@@ -276,8 +303,17 @@ def configmap_not_found(name: str) -> str:
     return f"ConfigMap '{name}' not found"
 
 
+def configmap_not_found_event(name: str) -> str:
+    """The Go operator's text: its error wraps the API server's NotFound."""
+    return f"{configmap_not_found(name)}: configmaps {go_quote(name)} not found"
+
+
 def configmap_key_not_found(key: str, name: str) -> str:
     return f"key '{key}' not found in ConfigMap '{name}'"
+
+
+def configmap_key_not_text(key: str, name: str) -> str:
+    return f"key '{key}' of ConfigMap '{name}' is not UTF-8 text"
 
 
 def push_preparation_failed(ap: str, detail: str) -> str:
@@ -285,8 +321,8 @@ def push_preparation_failed(ap: str, detail: str) -> str:
     return f"{ap}truss push failed: {detail}"
 
 
-def push_check_failed(ap: str, name: str, error: object) -> str:
-    return f"{ap}unable to check deployment {name}: {error}"
+def push_preparation_failed_event(name: str, detail: str) -> str:
+    return f"Failed to prepare truss push for '{name}': {detail}"
 
 
 def push_in_progress(ap: str, name: str) -> str:
@@ -329,10 +365,6 @@ def push_failed_event(name: str, error: object) -> str:
 # --- section 6: observe ------------------------------------------------------------------
 
 
-def observe_lookup_failed(name: str, error: object) -> str:
-    return f'failed to lookup model "{name}": {error}'
-
-
 def observe_model_not_found(name: str) -> str:
     return f'model "{name}" not found in Baseten; observe mode does not create'
 
@@ -355,7 +387,7 @@ def observe_failing(steady_message: str) -> str:
 
 def observe_not_promoted(current: DeploymentV1 | None, source: str) -> str:
     state = (
-        f"active: {current.name} ({current.active_replica_count} replicas)"
+        f"active: {current.name} ({replicas(current)})"
         if current is not None
         else "no active deployment"
     )
@@ -367,6 +399,20 @@ def observe_not_promoted(current: DeploymentV1 | None, source: str) -> str:
 
 def delete_list_failed(model_id: str, error: object) -> str:
     return f"deletion blocked: failed to list environments for model {model_id}: {error}"
+
+
+def delete_replicas_unknown(env: str, missing: str) -> str:
+    return (
+        f"deletion blocked: replica counts of environment {env} unknown "
+        f"(Baseten answered without {missing})"
+    )
+
+
+def delete_no_environments_listed(model_id: str, who: str, deployment: str, env: str) -> str:
+    return (
+        f"deletion blocked: Baseten listed no environments for model {model_id}, but {who} "
+        f"records deployment {deployment} in environment {env}"
+    )
 
 
 def delete_blocked(blockers: Sequence[tuple[str, int, int]]) -> str:
@@ -408,3 +454,28 @@ def orphans_scaled_in_event(names: Sequence[str]) -> str:
 
 def orphans_deleted_event(names: Sequence[str]) -> str:
     return f"Deleted {len(names)} stale orphan deployments: {', '.join(names)}"
+
+
+# --- tenancy: ownership, namespace policy, namespace API keys ----------------------------
+
+
+def environment_conflict(env: str, model: str, owner: str) -> str:
+    return f"environment {env} of model '{model}' is managed by {owner}"
+
+
+def delete_shared(model: str, other: str, env: str) -> str:
+    return f"deletion blocked: model '{model}' is still managed by {other} ({env} environment)"
+
+
+def policy_violation(what: str, namespace: str, annotation: str, value: str) -> str:
+    return (
+        f"namespace policy: {what} is not allowed in namespace {namespace} ({annotation}: {value})"
+    )
+
+
+def api_key_secret_missing(namespace: str, name: str) -> str:
+    return f"API key Secret {namespace}/{name} not found"
+
+
+def api_key_secret_key_missing(namespace: str, name: str, key: str) -> str:
+    return f"API key Secret {namespace}/{name} has no non-empty key '{key}'"

@@ -1,4 +1,4 @@
-"""The Baseten model ID of a pass (BEHAVIOR.md sections 3.6 and 3.15)."""
+"""The Baseten model ID of a pass (docs/contract.md sections 3.6 and 3.15)."""
 
 from __future__ import annotations
 
@@ -23,9 +23,9 @@ def resolve_model_id(p: Pass) -> str | None:
         p.set(FAILED, str(error))
         raise Requeue(p.deps.timing.steady) from error
     except BasetenAPIError as error:
-        message = messages.model_lookup_failed(name, error)
+        # No ModelNotFound Warning: a failed lookup says nothing about whether it exists.
+        message = messages.model_check_failed(name, error)
         p.set(FAILED, message)
-        p.event(EventReason.MODEL_NOT_FOUND, message)
         raise ReconcileError(message) from error
 
     if model is None:

@@ -1,4 +1,4 @@
-"""Observe mode (BEHAVIOR.md section 6): read-only, never a Baseten write, never a push."""
+"""Observe mode (docs/contract.md section 6): read-only, never a Baseten write, never a push."""
 
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ def _fail(p: Pass, message: str) -> NoReturn:
 
 
 def _desired_first(change: Change) -> str:
-    # Observe reports what the spec wants first (as the seed documents), unlike Reconcile.
+    # Observe reports what the spec wants first (docs/contract.md section 6), unlike Reconcile.
     return str(Change(change.field, actual=change.desired, desired=change.actual))
 
 
@@ -66,7 +66,7 @@ def _model_id(p: Pass) -> str:
     try:
         model = p.deps.baseten.find_model(name)
     except BasetenAPIError as error:
-        _fail(p, messages.observe_lookup_failed(name, error))
+        _fail(p, messages.model_check_failed(name, error))
     if model is None:
         _fail(p, messages.observe_model_not_found(name))
     remember_model_id(p, model.id)
@@ -92,7 +92,7 @@ def _environment(p: Pass, model_id: str, cached: bool) -> EnvironmentV1:
                 # recreated under a new ID); saying the environment is missing would mislead.
                 invalidate_model_id(p)
             _fail(p, messages.observe_environment_missing(p.env))
-        _fail(p, messages.environment_get_failed(p.env, error))
+        _fail(p, messages.environment_check_failed(p.env, error))
     return environment
 
 

@@ -1,4 +1,4 @@
-"""Orphan deployment cleanup (BEHAVIOR.md section 8): Reconcile mode, steady state only."""
+"""Orphan deployment cleanup (docs/contract.md section 8): Reconcile mode, steady state only."""
 
 from __future__ import annotations
 
@@ -73,6 +73,19 @@ def review_model_orphans(p: Pass, model_id: str, source: str) -> OrphanReview | 
             "orphan cleanup: listing failed, retrying next pass", key=p.key, error=str(error)
         )
         return None
+
+    unknown = unknown_environment_member(environments)
+    if unknown is not None:
+        # Which deployments serve is uncertain: nothing is an orphan this pass.
+        log.warning(
+            "orphan cleanup skipped: Baseten answered an environment without the member "
+            "that says what it serves",
+            key=p.key,
+            environment=unknown[0],
+            missing=unknown[1],
+        )
+        return None
+
     protected = protected_sources(p, source)
     now = p.deps.clock.now()
     return review_orphans(deployments, environments, protected, cleanup, now, p.deps.timing.day)
@@ -117,9 +130,31 @@ def _is_variant(deployment: DeploymentV1, protected: Iterable[str]) -> bool:
     return any(matches_source(deployment.name, source) for source in protected)
 
 
+def unknown_environment_member(environments: list[EnvironmentV1]) -> tuple[str, str] | None:
+    """(environment, member) when an environment's answer leaves out `current_deployment`,
+    without which nobody can tell what it serves. (A missing `candidate_deployment` is
+    documented to mean none.)"""
+    for env in environments:
+        if not env.stated("current_deployment"):
+            return env.name, "current_deployment"
+    return None
+
+
+def _explicitly_unattached(deployment: DeploymentV1) -> bool:
+    """Baseten said so: `environment` is null and both flags are false, not merely absent."""
+    return (
+        deployment.stated("environment")
+        and deployment.environment is None
+        and deployment.is_production is False
+        and deployment.is_development is False
+    )
+
+
 def find_orphans(
     deployments: list[DeploymentV1], environments: list[EnvironmentV1], protected: set[str]
 ) -> list[DeploymentV1]:
+    """Deployments Baseten explicitly reports unattached and no environment lists as its
+    current or candidate; a same-source variant still alive is kept for a rollback."""
     in_use = {
         deployment.id
         for env in environments
@@ -128,16 +163,14 @@ def find_orphans(
     }
 
     def still_useful_variant(deployment: DeploymentV1) -> bool:
-        attached = deployment.environment is not None
         alive = deployment.status != INACTIVE and deployment.status not in TERMINAL_FAILURES
-        return _is_variant(deployment, protected) and (attached or alive)
+        return _is_variant(deployment, protected) and alive
 
     return [
         deployment
         for deployment in deployments
         if deployment.id not in in_use
-        and not deployment.is_production
-        and not deployment.is_development
+        and _explicitly_unattached(deployment)
         and not still_useful_variant(deployment)
     ]
 

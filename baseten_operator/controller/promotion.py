@@ -1,4 +1,4 @@
-"""From environment to promotion: BEHAVIOR.md steps 3.9 to 3.14 (and section 8 in steady state)."""
+"""From environment to promotion: docs/contract.md steps 3.9 to 3.14 (and 8 in steady state)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from baseten_operator.api.constants import (
     FAILED,
     INACTIVE,
     LOADING_MODEL,
+    PENDING,
     PROMOTING,
     PROMOTING_DEPLOYMENT,
     RETRYABLE_FAILURES,
@@ -64,6 +65,10 @@ def promote_source(p: Pass, model_id: str, source: str, environment: Environment
     current = environment.current_deployment
     candidate = environment.candidate_deployment
     ap = messages.active_prefix(current)
+    if not environment.stated("current_deployment"):
+        # Without it nobody can tell whether S already serves: promoting could roll back.
+        p.set(PENDING, messages.promotion_data_unknown(ap, p.env, "current_deployment"))
+        raise Requeue(p.deps.timing.poll)
     if current is not None and matches_source(current.name, source):
         _current_matches(p, model_id, source, environment, current)
     if candidate is not None and matches_source(candidate.name, source):
@@ -137,7 +142,7 @@ def _fail_or_retry_candidate(p: Pass, model_id: str, ap: str, candidate: Deploym
             p.set(status, message)
             p.event(
                 EventReason.PROMOTION_FAILED,
-                messages.candidate_failed_event(candidate.name, status),
+                messages.candidate_failed_event(candidate.name, status, exhausted=True),
             )
             raise TerminalError(message)
 
@@ -147,7 +152,8 @@ def _fail_or_retry_candidate(p: Pass, model_id: str, ap: str, candidate: Deploym
         message = messages.candidate_failed(ap, candidate.name, status)
         p.set(status, message)
         p.event(
-            EventReason.PROMOTION_FAILED, messages.candidate_failed_event(candidate.name, status)
+            EventReason.PROMOTION_FAILED,
+            messages.candidate_failed_event(candidate.name, status, exhausted=False),
         )
         raise TerminalError(message)
 
@@ -218,12 +224,17 @@ def _validate_source(p: Pass, model_id: str, ap: str, source: str) -> Deployment
     try:
         deployment: DeploymentV1 | None = p.deps.baseten.find_deployment(model_id, source)
     except BasetenAPIError as error:
+        # A failed lookup is not an absence: say what happened, no SourceDeploymentNotFound.
         raise_if_model_gone(error)
-        deployment = None
-    if deployment is None:
+        p.set(PENDING, messages.deployment_check_failed(ap, source, error))
+        raise Requeue(timing.poll) from error
+    if deployment is None:  # the exact-name list came back without it
         message = messages.source_not_found(ap, source)
         p.set(FAILED, message)
-        p.event(EventReason.SOURCE_DEPLOYMENT_NOT_FOUND, messages.source_not_found_event(source))
+        p.event(
+            EventReason.SOURCE_DEPLOYMENT_NOT_FOUND,
+            messages.source_not_found_event(source, p.spec.model_name),
+        )
         raise ReconcileError(message)
 
     status = deployment.status
@@ -238,7 +249,7 @@ def _validate_source(p: Pass, model_id: str, ap: str, source: str) -> Deployment
             p.set(status, message)
             p.event(
                 EventReason.SOURCE_DEPLOYMENT_FAILED,
-                messages.source_failed_event(source, status, deadline),
+                messages.source_failed_event(source, status),
             )
             raise TerminalError(message)
 

@@ -1,4 +1,4 @@
-"""What truss would refuse, checked before a push is launched (BEHAVIOR.md section 5).
+"""What truss would refuse, checked before a push is launched (docs/contract.md section 5).
 
 A push of a config truss rejects fails minutes later in a child process with a pydantic
 dump; checking here gives the user a FAILED status naming the CR field, and no push.

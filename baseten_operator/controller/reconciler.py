@@ -1,4 +1,4 @@
-"""One pass of Reconcile(key) (BEHAVIOR.md section 3) and the dispatch to each mode.
+"""One pass of Reconcile(key) (docs/contract.md section 3) and the dispatch to each mode.
 
 Every step either ends the pass or falls through. Steps end a pass by raising:
 `Requeue` (done, come back after a delay), `ReconcileError` (rate-limited retry) or
@@ -17,6 +17,7 @@ from baseten_operator.api.constants import FAILED, PAUSED, EventReason, Mode
 from baseten_operator.api.types import BasetenModelSpec
 from baseten_operator.baseten.errors import RateLimited
 from baseten_operator.controller import messages
+from baseten_operator.controller.admission import admit, admit_deletion
 from baseten_operator.controller.context import (
     Dependencies,
     ModelGone,
@@ -99,6 +100,7 @@ class BasetenModelReconciler:
         return result
 
     def _run(self, p: Pass) -> NoReturn:
+        p = admit(p)  # namespace policy and ownership, before any Baseten call
         if p.spec.effective_mode == Mode.PAUSE:  # step 3
             _pause(p)
         if p.spec.effective_mode == Mode.OBSERVE:  # step 5
@@ -118,7 +120,11 @@ class BasetenModelReconciler:
             set_finalizer(self._deps.kube, obj, present=False)
         else:
             try:
-                finalize(Pass(self._deps, obj, spec, writer))
+                p = admit_deletion(Pass(self._deps, obj, spec, writer))
+                if p is None:  # refused by its namespace's policy: never touch Baseten
+                    set_finalizer(self._deps.kube, obj, present=False)
+                else:
+                    finalize(p)
             except Requeue as blocked:
                 writer.commit()
                 return Result(requeue_after=blocked.after)

@@ -1,4 +1,4 @@
-"""Retries of failed deployments (BEHAVIOR.md section 4).
+"""Retries of failed deployments (docs/contract.md section 4).
 
 The bookkeeping (firstDeploymentFailureTime, deploymentRetryCount, nextRetryTime)
 belongs to one failing deployment: it starts fresh when the pass moves on to another

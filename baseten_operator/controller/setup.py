@@ -4,14 +4,24 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from baseten_operator.api.constants import BASETENMODELS
-from baseten_operator.controller.context import Dependencies, Recorder
+from baseten_operator.baseten.pool import BasetenClientPool
+from baseten_operator.controller.context import Dependencies
+from baseten_operator.controller.ownership import CLAIM_INDEX, claim_index
+from baseten_operator.controller.ports import Recorder
 from baseten_operator.controller.reconciler import BasetenModelReconciler
+from baseten_operator.controller.tenancy import Tenancy
+from baseten_operator.controller.tenancy_watches import (
+    API_KEY_SECRET_INDEX,
+    api_key_secret_index,
+    watch_tenancy,
+)
 from baseten_operator.controller.timing import Timing
 from baseten_operator.controller.truss_source import setup_script_configmap
-from baseten_operator.runtime.client import CONFIGMAPS
+from baseten_operator.runtime.client import CONFIGMAPS, NAMESPACES, SECRETS
 from baseten_operator.runtime.clock import Clock
 from baseten_operator.runtime.controller import Controller, Request, ignore_status_only_updates
 from baseten_operator.runtime.informer import Informer
@@ -47,6 +57,17 @@ def requests_for_configmap(models: Informer) -> Callable[[dict[str, Any]], list[
     return map_fn
 
 
+@dataclass(frozen=True)
+class TenancySources:
+    """The informers and client pool the tenancy rules read (see controller/tenancy.py)."""
+
+    namespaces: Informer
+    secrets: Informer
+    pool: BasetenClientPool
+    operator_namespace: str
+    require_policy: bool = False
+
+
 class PushOutcomeRelay:
     """The pusher's on_done: enqueue the CR so the reconciler (the only status writer)
     collects the outcome. Built before the controller, which the pusher cannot wait for."""
@@ -75,10 +96,26 @@ def build_controller(
     pusher: Any = None,
     max_concurrent_reconciles: int = 5,
     rng: Callable[[], float] = random.random,
+    tenancy: TenancySources | None = None,
 ) -> Controller:
-    """The controller over informers not yet started (indexers must exist before the list)."""
+    """The controller over informers not yet started (indexers must exist before the list).
+
+    Without `tenancy` every CR is one tenant's: no namespace policy, no ownership rule.
+    """
     models.add_indexer(MODEL_NAME_INDEX, model_name_index)
     models.add_indexer(SETUP_CONFIGMAP_INDEX, setup_configmap_index)
+    models.add_indexer(CLAIM_INDEX, claim_index)
+    rules = None
+    if tenancy is not None:
+        tenancy.namespaces.add_indexer(API_KEY_SECRET_INDEX, api_key_secret_index)
+        rules = Tenancy(
+            namespaces=tenancy.namespaces,
+            secrets=tenancy.secrets,
+            pool=tenancy.pool,
+            claimants=lambda value: models.by_index(CLAIM_INDEX, value),
+            operator_namespace=tenancy.operator_namespace,
+            require_policy=tenancy.require_policy,
+        )
     deps = Dependencies(
         kube=kube,
         baseten=baseten,
@@ -90,6 +127,7 @@ def build_controller(
         siblings=lambda model_name: models.by_index(MODEL_NAME_INDEX, model_name),
         pusher=pusher,
         random=rng,
+        tenancy=rules,
     )
     controller = Controller(
         CONTROLLER_NAME,
@@ -101,13 +139,41 @@ def build_controller(
         update_filter=ignore_status_only_updates,
     )
     controller.watch(configmaps, requests_for_configmap(models))
+    if tenancy is not None:
+        watch_tenancy(
+            controller,
+            models=models,
+            namespaces=tenancy.namespaces,
+            secrets=tenancy.secrets,
+            pool=tenancy.pool,
+        )
     return controller
 
 
-def setup_with_manager(manager: Any, **kwargs: Any) -> Controller:
+def setup_with_manager(
+    manager: Any,
+    *,
+    pool: BasetenClientPool,
+    operator_namespace: str,
+    require_namespace_policy: bool = False,
+    **kwargs: Any,
+) -> Controller:
     """`build_controller` on the manager's shared informers, registered with it."""
+    tenancy = TenancySources(
+        # Only the annotations matter: no Namespace spec or status is ever cached.
+        namespaces=manager.informer(NAMESPACES, metadata_only=True),
+        # Only the operator's own namespace: its RBAC grants Secrets there and nowhere else.
+        secrets=manager.informer(SECRETS, operator_namespace),
+        pool=pool,
+        operator_namespace=operator_namespace,
+        require_policy=require_namespace_policy,
+    )
     controller = build_controller(
-        models=manager.informer(BASETENMODELS), configmaps=manager.informer(CONFIGMAPS), **kwargs
+        models=manager.informer(BASETENMODELS),
+        configmaps=manager.informer(CONFIGMAPS),
+        baseten=pool.default,
+        tenancy=tenancy,
+        **kwargs,
     )
     manager.add_controller(controller)
     return controller

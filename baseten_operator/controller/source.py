@@ -1,4 +1,4 @@
-"""Which deployments belong to the spec's source (BEHAVIOR.md 3.7 and 3.9)."""
+"""Which deployments belong to the spec's source (docs/contract.md 3.7 and 3.9)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Status accumulation and writing (BEHAVIOR.md section 2).
+"""Status accumulation and writing (docs/contract.md section 2).
 
 A pass edits `StatusWriter.status` freely; nothing reaches the API server until
 `commit()` at the end of the pass, or `flush()` for the few intents that must be
@@ -28,6 +28,7 @@ from baseten_operator.api.constants import (
 from baseten_operator.api.types import BasetenModelStatus, Condition, to_wire
 from baseten_operator.runtime.client import Conflict, NotFound
 from baseten_operator.runtime.clock import Clock, rfc3339
+from baseten_operator.runtime.text import cut
 
 log = structlog.get_logger(__name__)
 
@@ -139,7 +140,8 @@ class StatusWriter:
 
     def set(self, deployment_status: str, message: str) -> None:
         self.status.deployment_status = deployment_status
-        self.status.message = message
+        # Cut: a message quoting an oversized input must not make the status unwritable.
+        self.status.message = cut(message)
         if deployment_status in READY_STATUSES:
             # A healthy deployment ends any failure episode (section 2).
             self.clear_retries()

@@ -1,42 +1,96 @@
-"""The reconciler's own metrics (DESIGN.md: retries, drift corrections, orphans, per-CR gauges)."""
+"""The reconciler's own metrics (docs/metrics.md): retries, drift, orphans, per-CR gauges.
+
+The collectors are registered on the operator's one registry (`runtime.metrics.REGISTRY`);
+the functions below are how the reconciler updates them.
+"""
 
 from __future__ import annotations
 
+from prometheus_client import Counter, Gauge
+
 from baseten_operator.api.constants import READY_STATUSES
 from baseten_operator.api.types import BasetenModelStatus
-from baseten_operator.runtime import metrics
+from baseten_operator.runtime.metrics import REGISTRY, ObjectSeries
+
+DEPLOYMENT_RETRIES = Counter(
+    "baseten_deployment_retries_total",
+    "Retries of failed deployments, by result (retried, declined, error, exhausted).",
+    ["result"],
+    registry=REGISTRY,
+)
+DRIFT_CORRECTIONS = Counter(
+    "baseten_drift_corrections_total",
+    "Out-of-band changes on Baseten put back to the spec, by settings group "
+    "(autoscaling, promotion).",
+    ["group"],
+    registry=REGISTRY,
+)
+ORPHANS_SCALED_IN = Counter(
+    "baseten_orphan_deployments_scaled_in_total",
+    "Orphan deployments scaled to zero by cleanup.",
+    registry=REGISTRY,
+)
+ORPHANS_DELETED = Counter(
+    "baseten_orphan_deployments_deleted_total",
+    "Orphan deployments deleted by cleanup.",
+    registry=REGISTRY,
+)
+ORPHANS_HOLDING_REPLICAS = Gauge(
+    "baseten_orphan_deployments_holding_replicas",
+    "Orphan deployments of the BasetenModel's model that still keep min_replica above 0 or "
+    "active replicas, as of its last cleanup pass.",
+    ["namespace", "name", "model"],
+    registry=REGISTRY,
+)
+
+_MODEL_LABELS = ["namespace", "name", "model", "environment"]
+MODEL_READY = Gauge(
+    "baseten_model_ready",
+    "1 when the BasetenModel's target deployment is active in its environment, else 0.",
+    _MODEL_LABELS,
+    registry=REGISTRY,
+)
+MODEL_REPLICAS = Gauge(
+    "baseten_model_active_replicas",
+    "Active replicas of the BasetenModel's current deployment, as Baseten reports them.",
+    _MODEL_LABELS,
+    registry=REGISTRY,
+)
+
+MODEL_SERIES = ObjectSeries(MODEL_READY, MODEL_REPLICAS)
+ORPHAN_SERIES = ObjectSeries(ORPHANS_HOLDING_REPLICAS)
 
 
 def count_retry(result: str) -> None:
     """`result`: retried, declined, error or exhausted."""
-    metrics.DEPLOYMENT_RETRIES.labels(result=result).inc()
+    DEPLOYMENT_RETRIES.labels(result=result).inc()
 
 
 def count_drift_correction(group: str) -> None:
     """`group`: autoscaling or promotion."""
-    metrics.DRIFT_CORRECTIONS.labels(group=group).inc()
+    DRIFT_CORRECTIONS.labels(group=group).inc()
 
 
 def count_orphans(scaled_in: int, deleted: int) -> None:
     if scaled_in:
-        metrics.ORPHANS_SCALED_IN.inc(scaled_in)
+        ORPHANS_SCALED_IN.inc(scaled_in)
     if deleted:
-        metrics.ORPHANS_DELETED.inc(deleted)
+        ORPHANS_DELETED.inc(deleted)
 
 
 def record_orphans_holding_replicas(namespace: str, name: str, model: str, count: int) -> None:
-    metrics.ORPHAN_SERIES.set(namespace, name, model, values=(count,))
+    ORPHAN_SERIES.set(namespace, name, model, values=(count,))
 
 
 def record_model(
     namespace: str, name: str, model: str, environment: str, status: BasetenModelStatus
 ) -> None:
     ready = status.deployment_status in READY_STATUSES
-    metrics.MODEL_SERIES.set(
+    MODEL_SERIES.set(
         namespace, name, model, environment, values=(int(ready), status.active_replica_count or 0)
     )
 
 
 def forget_model(namespace: str, name: str) -> None:
-    metrics.MODEL_SERIES.forget(namespace, name)
-    metrics.ORPHAN_SERIES.forget(namespace, name)
+    MODEL_SERIES.forget(namespace, name)
+    ORPHAN_SERIES.forget(namespace, name)

@@ -1,4 +1,4 @@
-"""Every delay of the reconciler (BEHAVIOR.md section 9), scaled by --time-scale."""
+"""Every delay of the reconciler (docs/contract.md section 9), scaled by --time-scale."""
 
 from __future__ import annotations
 

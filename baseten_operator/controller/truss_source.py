@@ -1,4 +1,4 @@
-"""trussConfig: the operator pushes the source deployment itself (BEHAVIOR.md section 5).
+"""trussConfig: the operator pushes the source deployment itself (docs/contract.md section 5).
 
 The push runs in the background (truss/pusher.py); its outcome comes back here on a later
 pass, and only this module turns it into status.
@@ -6,6 +6,8 @@ pass, and only this module turns it into status.
 
 from __future__ import annotations
 
+import base64
+import binascii
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
@@ -21,13 +23,13 @@ from baseten_operator.api.types import TrussConfig, to_wire
 from baseten_operator.baseten.errors import BasetenAPIError
 from baseten_operator.controller import messages
 from baseten_operator.controller.context import (
-    ObjectCache,
     Pass,
     ReconcileError,
     Requeue,
     raise_if_model_gone,
 )
 from baseten_operator.controller.model_id import remember_model_id
+from baseten_operator.controller.ports import ObjectCache
 from baseten_operator.controller.push_preflight import push_problem
 from baseten_operator.controller.retries import schedule_next_retry
 from baseten_operator.controller.source import track_source
@@ -38,7 +40,12 @@ from baseten_operator.truss.pusher import PushOutcome, PushRequest
 
 
 class SetupScriptError(Exception):
-    """The setup script's ConfigMap or key is missing; str() is the status detail."""
+    """The setup script's ConfigMap or key is missing; str() is the status detail,
+    `event_text` the Go operator's SetupScriptNotFound text."""
+
+    def __init__(self, detail: str, event_text: str | None = None) -> None:
+        super().__init__(detail)
+        self.event_text = event_text or detail
 
 
 @dataclass(frozen=True)
@@ -67,11 +74,24 @@ def read_setup_script(configmaps: ObjectCache, namespace: str, truss_config: Tru
         return script.inline or ""
     configmap = configmaps.get(namespace, ref.name)
     if configmap is None:
-        raise SetupScriptError(messages.configmap_not_found(ref.name))
+        raise SetupScriptError(
+            messages.configmap_not_found(ref.name), messages.configmap_not_found_event(ref.name)
+        )
+    return _configmap_text(configmap, ref.key, ref.name)
+
+
+def _configmap_text(configmap: dict[str, Any], key: str, name: str) -> str:
+    """The key's text: from `data`, else from `binaryData` (base64, as the API stores it)."""
     data = configmap.get("data") or {}
-    if ref.key not in data:
-        raise SetupScriptError(messages.configmap_key_not_found(ref.key, ref.name))
-    return str(data[ref.key])
+    if key in data:
+        return str(data[key])
+    binary = configmap.get("binaryData") or {}
+    if key not in binary:
+        raise SetupScriptError(messages.configmap_key_not_found(key, name))
+    try:
+        return base64.b64decode(str(binary[key]), validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        raise SetupScriptError(messages.configmap_key_not_text(key, name)) from None
 
 
 def truss_source_for(
@@ -98,7 +118,7 @@ def resolve_truss_source(p: Pass, model_id: str | None) -> str:
     except SetupScriptError as error:
         message = messages.push_preparation_failed(ap, str(error))
         p.set(FAILED, message)
-        p.event(EventReason.SETUP_SCRIPT_NOT_FOUND, message)
+        p.event(EventReason.SETUP_SCRIPT_NOT_FOUND, error.event_text)
         raise ReconcileError(message) from error
 
     _collect_outcome(p, ap, source)
@@ -115,7 +135,7 @@ def resolve_truss_source(p: Pass, model_id: str | None) -> str:
             existing = p.deps.baseten.find_deployment(model_id, source.name)
         except BasetenAPIError as error:
             raise_if_model_gone(error)
-            p.set(PENDING, messages.push_check_failed(ap, source.name, error))
+            p.set(PENDING, messages.deployment_check_failed(ap, source.name, error))
             raise Requeue(p.deps.timing.poll) from error
         if existing is not None:
             if status.truss_push_status == TRUSS_PUSHING:
@@ -182,7 +202,9 @@ def _push(p: Pass, model_id: str | None, ap: str, source: TrussSource) -> NoRetu
         # truss would refuse it minutes from now with a cryptic error; only a spec edit helps.
         message = messages.push_preparation_failed(ap, problem)
         p.set(FAILED, message)
-        p.event(EventReason.TRUSS_PUSH_FAILED, message)
+        p.event(
+            EventReason.TRUSS_PUSH_FAILED, messages.push_preparation_failed_event(name, problem)
+        )
         raise TerminalError(message)
     if pusher is not None and pusher.in_flight(name):
         # Ours, or the same config in another environment: one push, one name.

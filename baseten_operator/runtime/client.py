@@ -347,7 +347,9 @@ class KubeClient:
         limit: int | None = None,
         continue_token: str | None = None,
         resource_version: str | None = None,
+        metadata_only: bool = False,
     ) -> dict[str, Any]:
+        """`metadata_only`: items are PartialObjectMetadata (metadata, no spec or data)."""
         query = _query(
             labelSelector=label_selector,
             fieldSelector=field_selector,
@@ -355,7 +357,8 @@ class KubeClient:
             resourceVersion=resource_version,
             **{"continue": continue_token},
         )
-        return self._json("GET", res.path(namespace), query=query)
+        accept = _accept(metadata_only, "PartialObjectMetadataList")
+        return self._json("GET", res.path(namespace), query=query, accept=accept)
 
     def watch(
         self,
@@ -367,6 +370,7 @@ class KubeClient:
         allow_bookmarks: bool = True,
         label_selector: str | None = None,
         field_selector: str | None = None,
+        metadata_only: bool = False,
     ) -> WatchStream:
         """Open a watch; iterate the result for {"type", "object"} events.
 
@@ -383,7 +387,11 @@ class KubeClient:
         )
         read_timeout = None if timeout_seconds is None else timeout_seconds + WATCH_READ_GRACE
         response = self._send(
-            "GET", res.path(namespace), query=query, timeout=(WATCH_CONNECT_TIMEOUT, read_timeout)
+            "GET",
+            res.path(namespace),
+            query=query,
+            timeout=(WATCH_CONNECT_TIMEOUT, read_timeout),
+            accept=_accept(metadata_only, "PartialObjectMetadata"),
         )
         if not 200 <= response.status <= 299:
             self._raise(response)
@@ -483,6 +491,7 @@ class KubeClient:
         body: Any = None,
         content_type: str = "application/json",
         timeout: float | None = None,
+        accept: str = "application/json",
     ) -> Any:
         """One request; `timeout` (default `request_timeout`) bounds it as a whole."""
         if method != "GET" and self._fence is not None:
@@ -494,6 +503,7 @@ class KubeClient:
             body=body,
             content_type=content_type,
             timeout=self.request_timeout if timeout is None else timeout,
+            accept=accept,
         )
         try:
             data = response.data
@@ -514,8 +524,9 @@ class KubeClient:
         body: Any = None,
         content_type: str = "application/json",
         timeout: float | tuple[float, float | None],
+        accept: str = "application/json",
     ) -> urllib3.BaseHTTPResponse:
-        headers = {"Accept": "application/json", "Content-Type": content_type}
+        headers = {"Accept": accept, "Content-Type": content_type}
         request = self.api_client.param_serialize(
             method,
             path,
@@ -538,6 +549,17 @@ class KubeClient:
         finally:
             response.release_conn()
         raise api_error(response.status, _decode(data), response.headers.get("Retry-After"))
+
+
+JSON = "application/json"
+
+
+def _accept(metadata_only: bool, kind: str) -> str:
+    """Plain JSON, or only each object's metadata (`as=PartialObjectMetadata[List]`), with
+    plain JSON as the fallback a server without that transformation answers with."""
+    if not metadata_only:
+        return JSON
+    return f"{JSON};as={kind};g=meta.k8s.io;v=v1,{JSON}"
 
 
 def _query(**params: str | int | None) -> QueryParams:

@@ -28,6 +28,7 @@ from baseten_operator.runtime import metrics
 from baseten_operator.runtime.clock import Clock, RealClock
 from baseten_operator.runtime.fence import NotLeader
 from baseten_operator.runtime.logging import bound_context
+from baseten_operator.runtime.repeats import RepeatLimiter
 from baseten_operator.runtime.workqueue import RateLimitingQueue
 
 _log = structlog.get_logger(__name__)
@@ -58,6 +59,12 @@ class Result:
 
 class TerminalError(Exception):
     """The pass cannot succeed until the object changes: do not retry."""
+
+
+class ReportedError(Exception):
+    """A failure the reconciler has already reported (in the object's status): requeued
+    rate-limited like any error, but logged without a traceback, which would only repeat
+    an expected outcome (a 5xx, a timeout) as if it were a bug."""
 
 
 class Reconciler(Protocol):
@@ -127,6 +134,8 @@ class Controller:
         self._sources: list[EventSource] = []
         self._workers: list[threading.Thread] = []
         self._stop_requested = threading.Event()
+        # One failure line per object a minute; the next one says how many were dropped.
+        self._failure_log = RepeatLimiter(self._clock)
 
         self._total = {
             result: metrics.RECONCILE_TOTAL.labels(controller=name, result=result)
@@ -259,18 +268,32 @@ class Controller:
             self._queue.forget(request)
             self._count_error()
             self._terminal_errors.inc()
-            _log.error("reconcile failed terminally, not retrying", error=str(error))
+            self._log_failure(
+                request, "reconcile failed terminally, not retrying", error=str(error)
+            )
+        except ReportedError as error:
+            self._queue.add_rate_limited(request)
+            self._count_error()
+            self._log_failure(request, "reconcile failed", error=str(error))
         except Exception as error:
             self._queue.add_rate_limited(request)
             self._count_error()
-            _log.error("reconcile failed", error=str(error), exc_info=error)
+            self._log_failure(request, "reconcile failed", error=str(error), exc_info=error)
         except BaseException as crash:  # a worker must survive any pass
             self._queue.add_rate_limited(request)
             self._count_error()
             self._panics.inc()
-            _log.error("reconcile crashed", error=repr(crash), exc_info=crash)
+            self._log_failure(request, "reconcile crashed", error=repr(crash), exc_info=crash)
         else:
             self._apply_result(request, result)
+
+    def _log_failure(self, request: Request, event: str, **fields: object) -> None:
+        repeats = self._failure_log.admit((request, event))
+        if repeats is None:
+            return
+        if repeats:
+            fields["repeats"] = repeats
+        _log.error(event, **fields)
 
     def _count_error(self) -> None:
         self._errors.inc()

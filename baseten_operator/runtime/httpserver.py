@@ -1,17 +1,29 @@
-"""A tiny threaded HTTP server for the operator's own endpoints (metrics, probes).
+"""Threaded HTTP servers with bounded cost, and the router behind metrics and probes.
 
-Each server maps path prefixes to handlers that return a whole `Response`. The
+`BoundedHTTPServer` is the base of every HTTP server the project runs (metrics, probes,
+both simulators). A thread per connection is simple and fast, but unbounded it lets
+anyone who can reach the port spend a thread per idle or half-sent connection. So each
+connection gets a socket timeout (a request that stops arriving, or a keep-alive
+connection left idle, is closed after `idle_timeout`) and the number of connections
+served at once is capped: one beyond the cap is closed at once instead of costing a
+thread. With a TLS context the handshake runs on the connection's own thread under the
+same timeout, so a client that never finishes it cannot stall the accept loop.
+
+`RoutedHTTPServer` maps path prefixes to handlers that return a whole `Response`. The
 response leaves in one write (buffered writer, flushed once per request) with
-`TCP_NODELAY` set, and the listen backlog is real: a keep-alive scrape otherwise
-stalls ~40 ms per request on Nagle + delayed ACK.
+`TCP_NODELAY` set, and the listen backlog is real: a keep-alive scrape otherwise stalls
+~40 ms per request on Nagle + delayed ACK.
 """
 
 from __future__ import annotations
 
+import ssl
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from socketserver import BaseRequestHandler
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import structlog
@@ -26,6 +38,67 @@ DISABLED = "0"
 
 
 @dataclass(frozen=True)
+class ConnectionLimits:
+    """What one server may spend on its clients."""
+
+    max_connections: int = 64
+    # Seconds a connection may go without sending anything (headers, body, next request).
+    idle_timeout: float = 30.0
+
+
+TLSContextSource = Callable[[], ssl.SSLContext]  # the context for the next connection
+
+
+class BoundedHTTPServer(ThreadingHTTPServer):
+    """A thread per connection, at most `limits.max_connections` of them at once."""
+
+    daemon_threads = True
+    request_queue_size = 128
+
+    def __init__(
+        self,
+        address: tuple[str, int],
+        handler_class: type[BaseRequestHandler],
+        *,
+        limits: ConnectionLimits,
+        tls: TLSContextSource | None = None,
+    ) -> None:
+        self.limits = limits
+        self._tls = tls
+        self._slots = threading.BoundedSemaphore(limits.max_connections)
+        super().__init__(address, handler_class)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):
+            _log.debug("connection refused: at the connection limit", client=client_address)
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            request.settimeout(self.limits.idle_timeout)
+            if self._tls is not None:
+                try:
+                    request = self._tls().wrap_socket(request, server_side=True)
+                except (OSError, ssl.SSLError) as error:
+                    _log.debug("tls handshake failed", client=client_address, error=str(error))
+                    self.shutdown_request(request)
+                    return
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client hanging up or timing out mid-request is routine, not a server error.
+        _log.debug("connection error", client=client_address, exc_info=True)
+
+
+@dataclass(frozen=True)
 class Response:
     status: int
     body: bytes
@@ -34,6 +107,8 @@ class Response:
 
 Query = Mapping[str, list[str]]
 Handler = Callable[[str, Query], Response]  # (path, query) -> response
+# (method, path, headers by lower-case name) -> a refusal, or None to let the request through.
+RequestFilter = Callable[[str, str, Mapping[str, str]], "Response | None"]
 
 
 def parse_bind_address(address: str) -> tuple[str, int] | None:
@@ -46,13 +121,19 @@ def parse_bind_address(address: str) -> tuple[str, int] | None:
     return (host or DEFAULT_HOST, int(port))
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 128
-
-    def __init__(self, address: tuple[str, int], routes: Mapping[str, Handler]) -> None:
+class _Server(BoundedHTTPServer):
+    def __init__(
+        self,
+        address: tuple[str, int],
+        routes: Mapping[str, Handler],
+        request_filter: RequestFilter | None,
+        *,
+        limits: ConnectionLimits,
+        tls: TLSContextSource | None,
+    ) -> None:
         self.routes = routes
-        super().__init__(address, _RequestHandler)
+        self.request_filter = request_filter
+        super().__init__(address, _RequestHandler, limits=limits, tls=tls)
 
 
 class _RequestHandler(BaseHTTPRequestHandler):
@@ -69,21 +150,34 @@ class _RequestHandler(BaseHTTPRequestHandler):
 
     def _respond(self, *, send_body: bool) -> None:
         url = urlsplit(self.path)
-        handler = self._route(url.path)
-        if handler is None:
-            response = Response(404, b"not found\n")
-        else:
-            try:
-                response = handler(url.path, parse_qs(url.query, keep_blank_values=True))
-            except Exception:
-                _log.exception("http handler failed", path=url.path)
-                response = Response(500, b"internal error\n")
+        response = self._filtered(url.path) or self._handled(url.path, url.query)
         self.send_response(response.status)
         self.send_header("Content-Type", response.content_type)
         self.send_header("Content-Length", str(len(response.body)))
         self.end_headers()
         if send_body:
             self.wfile.write(response.body)
+
+    def _filtered(self, path: str) -> Response | None:
+        request_filter = self.server.request_filter
+        if request_filter is None:
+            return None
+        try:
+            headers = {name.lower(): value for name, value in self.headers.items()}
+            return request_filter(self.command, path, headers)
+        except Exception:
+            _log.exception("http request filter failed", path=path)
+            return Response(500, b"internal error\n")
+
+    def _handled(self, path: str, query: str) -> Response:
+        handler = self._route(path)
+        if handler is None:
+            return Response(404, b"not found\n")
+        try:
+            return handler(path, parse_qs(query, keep_blank_values=True))
+        except Exception:
+            _log.exception("http handler failed", path=path)
+            return Response(500, b"internal error\n")
 
     def _route(self, path: str) -> Handler | None:
         for prefix, handler in self.server.routes.items():
@@ -97,18 +191,38 @@ class _RequestHandler(BaseHTTPRequestHandler):
 
 
 class RoutedHTTPServer:
-    """Serves `routes` on `address` from a background thread, once started."""
+    """Serves `routes` on `address` from a background thread, once started.
 
-    def __init__(self, address: str, routes: Mapping[str, Handler], *, name: str) -> None:
+    With `tls` it speaks HTTPS only; `request_filter` sees every request before its
+    handler (authentication, authorization) and may answer it instead.
+    """
+
+    def __init__(
+        self,
+        address: str,
+        routes: Mapping[str, Handler],
+        *,
+        name: str,
+        limits: ConnectionLimits | None = None,
+        tls: TLSContextSource | None = None,
+        request_filter: RequestFilter | None = None,
+    ) -> None:
         self._bind = parse_bind_address(address)
         self._routes = dict(routes)
         self._name = name
+        self._limits = limits or ConnectionLimits()
+        self._tls = tls
+        self._request_filter = request_filter
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
 
     @property
     def enabled(self) -> bool:
         return self._bind is not None
+
+    @property
+    def scheme(self) -> str:
+        return "https" if self._tls is not None else "http"
 
     @property
     def bound_address(self) -> tuple[str, int] | None:
@@ -121,7 +235,11 @@ class RoutedHTTPServer:
     def start(self) -> None:
         if self._bind is None or self._server is not None:
             return
-        self._server = _Server(self._bind, self._routes)
+        if self._tls is not None:
+            self._tls()  # a broken certificate fails the start, not the first scrape
+        self._server = _Server(
+            self._bind, self._routes, self._request_filter, limits=self._limits, tls=self._tls
+        )
         self._thread = threading.Thread(
             target=self._server.serve_forever,
             kwargs={"poll_interval": 0.1},
@@ -129,7 +247,7 @@ class RoutedHTTPServer:
             daemon=True,
         )
         self._thread.start()
-        _log.info("serving", server=self._name, address=self.bound_address)
+        _log.info("serving", server=self._name, address=self.bound_address, scheme=self.scheme)
 
     def stop(self) -> None:
         if self._server is None:

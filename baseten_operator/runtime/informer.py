@@ -176,7 +176,9 @@ class Informer:
         clock: Clock | None = None,
         page_size: int = DEFAULT_PAGE_SIZE,
         watch_timeout: float = DEFAULT_WATCH_TIMEOUT,
+        metadata_only: bool = False,
     ) -> None:
+        """`metadata_only`: cache each object's metadata only (PartialObjectMetadata)."""
         self.client = client
         self.resource = resource
         self.namespace = namespace
@@ -184,6 +186,7 @@ class Informer:
         self.resync_period = resync_period
         self.page_size = page_size
         self.watch_timeout = watch_timeout
+        self.metadata_only = metadata_only
         self._clock: Clock = clock or RealClock()
         self._store = Store({NAMESPACE_INDEX: namespace_index, **(indexers or {})})
         self._handlers: list[_Handlers] = []
@@ -310,6 +313,7 @@ class Informer:
                 label_selector=self.label_selector,
                 limit=self.page_size,
                 continue_token=continue_token,
+                metadata_only=self.metadata_only,
             )
             for item in page.get("items") or []:
                 # List items carry no type: give them one so handlers see whole objects.
@@ -352,6 +356,7 @@ class Informer:
             timeout_seconds=max(1, timeout),
             allow_bookmarks=True,
             label_selector=self.label_selector,
+            metadata_only=self.metadata_only,
         )
         with self._watch_lock:
             self._current_watch = stream

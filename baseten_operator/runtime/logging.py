@@ -2,25 +2,36 @@
 
 One line per record, JSON by default (timestamp, level, logger, event, and whatever
 context is bound), a console renderer for humans. Every record, ours or a library's,
-passes a redaction step last, so an API key or token can never reach the output.
+passes a redaction step last, so an API key or token can never reach the output: values
+under credential-looking keys, `Bearer ...`/`Api-Key ...` in text, and anywhere in a line
+the values registered with `register_secret` (literally, base64- or URL-encoded, the
+forms a credential takes in a header, a URL or an echoed request).
 """
 
 from __future__ import annotations
 
+import base64
 import logging
 import re
 import sys
+import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, Literal, TextIO
+from urllib.parse import quote, quote_plus
 
 import structlog
 from structlog.typing import EventDict, Processor, WrappedLogger
+
+from baseten_operator.runtime.text import cut, cut_tail
 
 REDACTED = "[redacted]"
 SENSITIVE_KEY_PARTS = ("api_key", "apikey", "authorization", "token", "password", "secret")
 # "Bearer abc", "Api-Key abc", "Authorization: Api-Key abc" in free text.
 _CREDENTIAL_IN_TEXT = re.compile(r"\b(Bearer|Api-Key)(\s+)[^\s'\",}]+", re.IGNORECASE)
+
+# Shorter values would mask ordinary text; no real credential is this short.
+MIN_SECRET_LENGTH = 4
 
 # Libraries that are chatty at INFO/DEBUG: keep them at WARNING unless debugging.
 _NOISY_LOGGERS = ("urllib3", "kubernetes", "requests")
@@ -31,9 +42,59 @@ def _is_sensitive_key(key: object) -> bool:
     return any(part in lowered for part in SENSITIVE_KEY_PARTS)
 
 
+def secret_forms(secret: str) -> list[str]:
+    """`secret` as it may appear in text: literal, base64 (standard, URL-safe, with or
+    without padding) and URL-quoted; longest first, so that no form is half-masked."""
+    if len(secret) < MIN_SECRET_LENGTH:
+        return []
+    raw = secret.encode()
+    encoded = {base64.b64encode(raw).decode(), base64.urlsafe_b64encode(raw).decode()}
+    encoded |= {form.rstrip("=") for form in encoded}
+    forms = {secret, quote(secret, safe=""), quote_plus(secret), *encoded}
+    return sorted(forms, key=len, reverse=True)
+
+
+def mask_secret(text: str, secret: str, replacement: str = REDACTED) -> str:
+    """`text` with every form of `secret` replaced."""
+    for form in secret_forms(secret):
+        text = text.replace(form, replacement)
+    return text
+
+
+class _RegisteredSecrets:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._secrets: set[str] = set()
+        self.pattern: re.Pattern[str] | None = None
+
+    def add(self, secret: str) -> None:
+        forms = secret_forms(secret)
+        if not forms:
+            return
+        with self._lock:
+            self._secrets.add(secret)
+            every = sorted(
+                {form for known in self._secrets for form in secret_forms(known)},
+                key=len,
+                reverse=True,
+            )
+            self.pattern = re.compile("|".join(re.escape(form) for form in every))
+
+
+_REGISTERED = _RegisteredSecrets()
+
+
+def register_secret(secret: str) -> None:
+    """Mask `secret` (in every form of `secret_forms`) wherever it appears in a record."""
+    _REGISTERED.add(secret.strip())
+
+
 def redact(value: Any) -> Any:
-    """A copy of `value` with credential-looking keys and text masked."""
+    """A copy of `value` with credential-looking keys and text, and registered secrets, masked."""
     if isinstance(value, str):
+        pattern = _REGISTERED.pattern
+        if pattern is not None:
+            value = pattern.sub(REDACTED, value)
         return _CREDENTIAL_IN_TEXT.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", value)
     if isinstance(value, Mapping):
         return {
@@ -48,6 +109,39 @@ def redact_secrets(_logger: WrappedLogger, _method: str, event_dict: EventDict) 
     """structlog processor: mask secrets in every field (the `event` text included)."""
     redacted: EventDict = redact(event_dict)
     return redacted
+
+
+def _masking_registered_secrets(renderer: Processor) -> Processor:
+    """`renderer`, with registered secrets masked in the line it renders: a value that was
+    not a string before rendering (an object whose repr holds the key) is caught here."""
+
+    def render(logger: WrappedLogger, method: str, event_dict: EventDict) -> Any:
+        line = renderer(logger, method, event_dict)
+        pattern = _REGISTERED.pattern
+        if pattern is None or not isinstance(line, str):
+            return line
+        return pattern.sub(REDACTED, line)
+
+    return render
+
+
+def _cut(value: Any) -> Any:
+    if isinstance(value, str):
+        return cut(value)
+    if isinstance(value, Mapping):
+        return {key: _cut(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(_cut(item) for item in value)
+    return value
+
+
+def cut_fields(_logger: WrappedLogger, _method: str, event_dict: EventDict) -> EventDict:
+    """structlog processor: no field longer than 1,024 characters (a traceback keeps its end,
+    where the failure is)."""
+    return {
+        key: cut_tail(value) if key == "exception" and isinstance(value, str) else _cut(value)
+        for key, value in event_dict.items()
+    }
 
 
 def _shared_processors() -> list[Processor]:
@@ -92,7 +186,9 @@ def configure_logging(
             structlog.stdlib.ProcessorFormatter.remove_processors_meta,
             structlog.processors.format_exc_info,
             redact_secrets,
-            renderer,
+            # After redaction, so a cut can never leave part of a secret behind.
+            cut_fields,
+            _masking_registered_secrets(renderer),
         ],
     )
     handler = logging.StreamHandler(stream or sys.stderr)

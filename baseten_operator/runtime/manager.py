@@ -28,11 +28,14 @@ import structlog
 
 from baseten_operator.runtime.client import KubeClient, Resource
 from baseten_operator.runtime.clock import Clock, RealClock
+from baseten_operator.runtime.delegatedauth import DelegatedAuth
 from baseten_operator.runtime.fence import WriteFence
 from baseten_operator.runtime.health import Check, HealthServer
+from baseten_operator.runtime.httpserver import parse_bind_address
 from baseten_operator.runtime.informer import Informer
 from baseten_operator.runtime.leaderelection import LeaderElector
 from baseten_operator.runtime.metrics import MetricsServer
+from baseten_operator.runtime.tlscert import CertificateFiles, self_signed
 
 log = structlog.get_logger(__name__)
 
@@ -55,9 +58,16 @@ class Runnable(Protocol):
 @dataclass
 class ManagerOptions:
     metrics_bind_address: str = ":8080"
+    # HTTPS with TokenReview/SubjectAccessReview on every scrape (controller-runtime's
+    # SecureServing). Off by default in the library; the operator's command turns it on.
+    metrics_secure: bool = False
+    # A directory with the serving certificate and key; empty: self-signed at start.
+    metrics_cert_path: str = ""
+    metrics_cert_name: str = "tls.crt"
+    metrics_cert_key: str = "tls.key"
     health_probe_bind_address: str = ":8081"
     leader_elect: bool = False
-    leader_election_id: str = "baseten-operator.models.baseten.com"
+    leader_election_id: str = ""  # the Lease's name: required with leader_elect
     leader_election_namespace: str = "default"
     namespace: str | None = None
     shutdown_timeout: float = 30.0
@@ -107,6 +117,8 @@ class Manager:
         `lease_client` (default `client`) serves the Lease: give it one without connection
         retries, so that a renewal ends at its deadline.
         """
+        if options.leader_elect and not options.leader_election_id:
+            raise ValueError("leader election needs a leader_election_id (the Lease's name)")
         self.client = client
         self.options = options
         self.identity = identity or default_identity()
@@ -116,7 +128,7 @@ class Manager:
         self._liveness_checks: dict[str, Check] = {}
         self._lease_lost = threading.Event()
         self._lock = threading.RLock()
-        self._informers: dict[tuple[Resource, str | None], Informer] = {}
+        self._informers: dict[tuple[Resource, str | None, bool], Informer] = {}
         self._controllers: list[Runnable] = []
         self._runnables: list[_Runnable] = []
         self._elector: LeaderElector | None = None
@@ -131,15 +143,20 @@ class Manager:
 
     # -- registration -------------------------------------------------------------------
 
-    def informer(self, resource: Resource, namespace: str | None = None) -> Informer:
-        """The shared informer of `resource` in `namespace` (default: the watch namespace)."""
+    def informer(
+        self, resource: Resource, namespace: str | None = None, *, metadata_only: bool = False
+    ) -> Informer:
+        """The shared informer of `resource` in `namespace` (default: the watch namespace);
+        `metadata_only`: one that caches only the objects' metadata."""
         if namespace is None:
             namespace = self.options.namespace
-        key = (resource, namespace if resource.namespaced else None)
+        key = (resource, namespace if resource.namespaced else None, metadata_only)
         with self._lock:
             informer = self._informers.get(key)
             if informer is None:
-                informer = Informer(self.client, resource, key[1], clock=self._clock)
+                informer = Informer(
+                    self.client, resource, key[1], clock=self._clock, metadata_only=metadata_only
+                )
                 self._informers[key] = informer
                 if self._started:
                     informer.start()
@@ -351,7 +368,7 @@ class Manager:
     # -- servers ------------------------------------------------------------------------
 
     def _start_servers(self) -> None:
-        self._metrics_server = MetricsServer(self.options.metrics_bind_address)
+        self._metrics_server = self._new_metrics_server()
         self._metrics_server.start()
         self._health_server = HealthServer(
             self.options.health_probe_bind_address,
@@ -362,6 +379,23 @@ class Manager:
             liveness_checks=self._liveness_checks,
         )
         self._health_server.start()
+
+    def _new_metrics_server(self) -> MetricsServer:
+        options = self.options
+        if not options.metrics_secure or parse_bind_address(options.metrics_bind_address) is None:
+            return MetricsServer(options.metrics_bind_address)  # plain HTTP, or disabled
+        tls = (
+            CertificateFiles(
+                options.metrics_cert_path, options.metrics_cert_name, options.metrics_cert_key
+            )
+            if options.metrics_cert_path
+            else self_signed()
+        )
+        return MetricsServer(
+            options.metrics_bind_address,
+            tls=tls,
+            request_filter=DelegatedAuth(self.client, clock=self._clock),
+        )
 
 
 def install_signal_handlers(manager: Manager) -> None:

@@ -1,9 +1,10 @@
-"""Every Prometheus collector of the operator, on one registry.
+"""The metrics registry, the runtime's own collectors, and the `/metrics` server.
 
-The controller-runtime and workqueue names are the ones users already scrape and
-alert on; the `baseten_*` ones are this operator's own. Defining them all here keeps
-the exposed surface in one place (METRICS.md lists it) and lets tests read values
-from `REGISTRY` without touching the process-wide default registry.
+The controller-runtime, workqueue, leader-election and event-recorder names are the ones
+users already scrape and alert on. An operator built on this library registers its own
+collectors on `REGISTRY` next to the code that uses them (docs/metrics.md lists every one).
+One registry of our own, not prometheus-client's process-wide default, lets tests read
+values without interference.
 """
 
 from __future__ import annotations
@@ -24,7 +25,13 @@ from prometheus_client import (
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from baseten_operator.runtime.httpserver import Query, Response, RoutedHTTPServer
+from baseten_operator.runtime.httpserver import (
+    Query,
+    RequestFilter,
+    Response,
+    RoutedHTTPServer,
+    TLSContextSource,
+)
 
 REGISTRY = CollectorRegistry()
 
@@ -193,93 +200,13 @@ EVENTS_DROPPED = Counter(
     registry=REGISTRY,
 )
 
-# --- baseten_* (this operator) --------------------------------------------------------
-
-BASETEN_API_REQUESTS = Counter(
-    "baseten_api_requests_total",
-    "Requests to the Baseten Management API by endpoint template, method and HTTP code "
-    "('0' for connection errors).",
-    ["endpoint", "method", "code"],
-    registry=REGISTRY,
-)
-BASETEN_API_LATENCY = Histogram(
-    "baseten_api_request_duration_seconds",
-    "Latency of Baseten Management API requests by endpoint template and method.",
-    ["endpoint", "method"],
-    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0),
-    registry=REGISTRY,
-)
-BASETEN_RATE_LIMIT_WAIT = Counter(
-    "baseten_api_rate_limit_wait_seconds_total",
-    "Seconds spent waiting for a client-side token bucket or a server Retry-After, by endpoint.",
-    ["endpoint"],
-    registry=REGISTRY,
-)
-TRUSS_PUSHES = Counter(
-    "baseten_truss_pushes_total",
-    "Truss pushes finished, by result (succeeded, failed, timeout).",
-    ["result"],
-    registry=REGISTRY,
-)
-TRUSS_PUSH_DURATION = Histogram(
-    "baseten_truss_push_duration_seconds",
-    "Wall time of a truss push, from launch to outcome.",
-    buckets=(1.0, 5.0, 10.0, 30.0, 60.0, 120.0, 180.0, 300.0, 600.0, 900.0, 1800.0),
-    registry=REGISTRY,
-)
-DEPLOYMENT_RETRIES = Counter(
-    "baseten_deployment_retries_total",
-    "Retries of failed deployments, by result (retried, declined, error, exhausted).",
-    ["result"],
-    registry=REGISTRY,
-)
-DRIFT_CORRECTIONS = Counter(
-    "baseten_drift_corrections_total",
-    "Out-of-band changes on Baseten put back to the spec, by settings group "
-    "(autoscaling, promotion).",
-    ["group"],
-    registry=REGISTRY,
-)
-ORPHANS_SCALED_IN = Counter(
-    "baseten_orphan_deployments_scaled_in_total",
-    "Orphan deployments scaled to zero by cleanup.",
-    registry=REGISTRY,
-)
-ORPHANS_DELETED = Counter(
-    "baseten_orphan_deployments_deleted_total",
-    "Orphan deployments deleted by cleanup.",
-    registry=REGISTRY,
-)
-
-ORPHANS_HOLDING_REPLICAS = Gauge(
-    "baseten_orphan_deployments_holding_replicas",
-    "Orphan deployments of the BasetenModel's model that still keep min_replica above 0 or "
-    "active replicas, as of its last cleanup pass.",
-    ["namespace", "name", "model"],
-    registry=REGISTRY,
-)
-
-_MODEL_LABELS = ["namespace", "name", "model", "environment"]
-MODEL_READY = Gauge(
-    "baseten_model_ready",
-    "1 when the BasetenModel's target deployment is active in its environment, else 0.",
-    _MODEL_LABELS,
-    registry=REGISTRY,
-)
-MODEL_REPLICAS = Gauge(
-    "baseten_model_active_replicas",
-    "Active replicas of the BasetenModel's current deployment, as Baseten reports them.",
-    _MODEL_LABELS,
-    registry=REGISTRY,
-)
-
 
 class ObjectSeries:
     """Gauge series kept per Kubernetes object, so a relabelled or deleted object leaves no
     stale line.
 
     Each series is labelled with the object's namespace and name followed by labels that
-    can change over its life (the Baseten model, the environment); remembering the labels
+    can change over its life (for example a model or an environment); remembering the labels
     each object last used lets an update replace its old series and `forget` remove it.
     """
 
@@ -310,16 +237,29 @@ class ObjectSeries:
             gauge.remove(*labels)
 
 
-MODEL_SERIES = ObjectSeries(MODEL_READY, MODEL_REPLICAS)
-ORPHAN_SERIES = ObjectSeries(ORPHANS_HOLDING_REPLICAS)
-
-
 class MetricsServer(RoutedHTTPServer):
-    """`/metrics` in the Prometheus text format; address "0" disables it."""
+    """`/metrics` in the Prometheus text format; address "0" disables it.
 
-    def __init__(self, address: str, registry: CollectorRegistry = REGISTRY) -> None:
+    Secure serving is `tls` (HTTPS only) plus a `request_filter` that authenticates and
+    authorizes each scrape (runtime/delegatedauth.py).
+    """
+
+    def __init__(
+        self,
+        address: str,
+        registry: CollectorRegistry = REGISTRY,
+        *,
+        tls: TLSContextSource | None = None,
+        request_filter: RequestFilter | None = None,
+    ) -> None:
         self._registry = registry
-        super().__init__(address, {"/metrics": self._serve}, name="metrics")
+        super().__init__(
+            address,
+            {"/metrics": self._serve},
+            name="metrics",
+            tls=tls,
+            request_filter=request_filter,
+        )
 
     def _serve(self, path: str, query: Query) -> Response:
         return Response(200, generate_latest(self._registry), CONTENT_TYPE_LATEST)

@@ -25,6 +25,7 @@ from baseten_operator.runtime import metrics
 from baseten_operator.runtime.client import EVENTS, AlreadyExists, KubeClient, NotFound
 from baseten_operator.runtime.clock import Clock, RealClock, rfc3339
 from baseten_operator.runtime.logging import redact
+from baseten_operator.runtime.text import cut
 
 _log = structlog.get_logger(__name__)
 
@@ -33,7 +34,6 @@ EventType = Literal["Normal", "Warning"]
 DEFAULT_QUEUE_SIZE = 1000
 SPAM_BURST = 25
 SPAM_REFILL_SECONDS = 300.0
-MAX_MESSAGE_LENGTH = 1024
 _MAX_NAME_LENGTH = 253
 _CACHE_SIZE = 4096
 
@@ -149,7 +149,7 @@ class EventRecorder:
             namespace=involved.get("namespace", "default"),
             type=type,
             reason=reason,
-            message=redact(message)[:MAX_MESSAGE_LENGTH],
+            message=cut(redact(message)),
             timestamp=rfc3339(self._clock),
         )
         try:
@@ -260,7 +260,9 @@ class FakeRecorder:
         namespace, name = metadata.get("namespace"), metadata.get("name", "")
         with self._lock:
             self.recorded.append(
-                RecordedEvent(type, reason, message, f"{namespace}/{name}" if namespace else name)
+                RecordedEvent(
+                    type, reason, cut(message), f"{namespace}/{name}" if namespace else name
+                )
             )
 
     @property

@@ -1,1 +1,13 @@
-"""The sandbox: the operator on an embedded Kubernetes emulator and Baseten simulator."""
+"""The sandbox: the operator on an embedded Kubernetes emulator and Baseten simulator.
+
+`command` is `baseten-operator sandbox` (its flags and `run_sandbox`); `stack` starts the
+emulator, the simulator and the real operator (`main.build_operator`) in one process;
+`cluster` installs the CRD, the API-key Secret and the samples; `display`, `events` and
+`console` show the models converging; `playbook` prints ready-made commands; `tour` is the
+narrated demo; `seed` the simulated account's starting state.
+
+At the top of the stack: it may import anything. Nothing else of the package imports it
+except `cli`, for the `sandbox` subcommand.
+"""
+
+__all__ = ["command"]

@@ -62,6 +62,8 @@ class Sandbox:
         )
         self.operator_options = OperatorOptions(
             metrics_bind_address=settings.metrics_bind_address,
+            # The sandbox runs on loopback for one user: plain HTTP, as local runs do.
+            metrics_secure=False,
             health_probe_bind_address=settings.health_probe_bind_address,
             leader_elect=True,
             leader_election_namespace=cluster.OPERATOR_NAMESPACE,

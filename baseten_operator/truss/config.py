@@ -1,6 +1,6 @@
 """The truss directory the operator pushes: config.yaml from the CR's trussConfig, plus the script.
 
-The CR spells fields in camelCase; truss's config.yaml in snake_case (BEHAVIOR.md §5).
+The CR spells fields in camelCase; truss's config.yaml in snake_case (docs/contract.md section 5).
 Only what the CR sets is written: truss fills in its own defaults, and an empty
 accelerator is left out because truss refuses one (a CPU-only model).
 """

@@ -4,7 +4,7 @@ A deployment is named ``depl-{image name}-{image tag}-{hash}`` (``depl-{hash}`` 
 image is empty). The hash is the first 8 hex digits of SHA-256 over ``J + S``: ``J`` is
 what Go's ``encoding/json`` writes for the CR's ``TrussConfig`` struct and ``S`` the setup
 script. Teams migrate from the Go operator; a different hash would re-push every model,
-so ``J`` is reproduced byte for byte (reference/hash-compat.md):
+so ``J`` is reproduced byte for byte (docs/truss.md):
 
 - keys in the Go struct's field order; ``omitempty`` fields are left out when absent or
   when a string / map / list is empty, while pointer fields (``useGpu``, ``noBuild``,

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from baseten_operator.runtime.logging import mask_secret
 from baseten_operator.truss.config import write_truss_dir
 from baseten_operator.truss.naming import TRUSS_NAME_PATTERN, validate_push_names
 
@@ -40,6 +41,7 @@ class ChildRequest(BaseModel):
     deployment_name: str
     truss_config: dict[str, object]
     setup_script: str = ""
+    team_id: str | None = None
     # The operator process: the push dies with it (see die_with_parent).
     parent_pid: int | None = None
 
@@ -54,7 +56,8 @@ class ChildResult(BaseModel):
 
 
 def redact(text: str, secret: str) -> str:
-    return text.replace(secret, REDACTED) if secret else text
+    """`text` without `secret`, literal or encoded (truss and Baseten errors echo requests)."""
+    return mask_secret(text, secret, REDACTED) if secret else text
 
 
 def short_error(text: str, secret: str) -> str:
@@ -101,6 +104,7 @@ def push(request: ChildRequest, api_key: str) -> ChildResult:
             working_dir=truss_dir,
             publish=True,
             deployment_name=request.deployment_name,
+            team_id=request.team_id,
         )
         return ChildResult(
             succeeded=True, model_id=service.model_id, deployment_id=service.model_version_id

@@ -17,15 +17,16 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import structlog
 from pydantic import ValidationError
 
-from baseten_operator.runtime import metrics
 from baseten_operator.runtime.clock import Clock, RealClock
 from baseten_operator.runtime.fence import WriteFence
+from baseten_operator.truss import metrics
+from baseten_operator.truss.child_env import child_environment
 from baseten_operator.truss.naming import truss_config_dict
 from baseten_operator.truss.push_child import (
     API_KEY_ENV,
@@ -49,6 +50,9 @@ class PushRequest:
     truss_config: dict[str, Any]  # camelCase, as in the CR
     setup_script: str
     model_id: str | None
+    # The namespace's own API key (None: the operator's) and Baseten team; never printed.
+    api_key: str | None = field(default=None, repr=False)
+    team_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -75,6 +79,10 @@ class _Push:
 def format_duration(seconds: float) -> str:
     minutes, secs = divmod(round(seconds), 60)
     return f"{minutes}m{secs}s" if minutes else f"{seconds:g}s"
+
+
+def _key(push: _Push, default: str) -> str:
+    return push.request.api_key or default
 
 
 def _kill(process: subprocess.Popen[bytes]) -> None:
@@ -226,7 +234,9 @@ class TrussPusher:
             outcome = self._run_child(push)
         except Exception as exc:  # an outcome must come back whatever happens
             log.exception("truss push supervisor failed", key=push.request.key)
-            outcome = self._outcome(push, error=short_error(str(exc), self._api_key) or "error")
+            outcome = self._outcome(
+                push, error=short_error(str(exc), _key(push, self._api_key)) or "error"
+            )
         try:
             self._finish(push, outcome)
         finally:
@@ -242,6 +252,7 @@ class TrussPusher:
             # A pydantic TrussConfig is accepted too (as everywhere in this package).
             truss_config=dict(truss_config_dict(req.truss_config)),
             setup_script=req.setup_script,
+            team_id=req.team_id,
             parent_pid=os.getpid(),
         )
         process = subprocess.Popen(
@@ -249,7 +260,7 @@ class TrussPusher:
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            env={**os.environ, API_KEY_ENV: self._api_key},
+            env=child_environment(os.environ, {API_KEY_ENV: _key(push, self._api_key)}),
             start_new_session=True,
         )
         with self._lock:
@@ -267,13 +278,14 @@ class TrussPusher:
         if cancel_reason == "stopped":
             return self._outcome(push, error="cancelled: the operator is shutting down")
         result = self._parse_result(stdout)
+        api_key = _key(push, self._api_key)
         if result is None or not result.succeeded:
             self._log_child_stderr(push, stderr)
         if result is None:
-            error = short_error(stderr.decode(errors="replace"), self._api_key)
+            error = short_error(stderr.decode(errors="replace"), api_key)
             return self._outcome(push, error=error or f"push process exited with code {returncode}")
         if not result.succeeded:
-            return self._outcome(push, error=redact(result.error or "push failed", self._api_key))
+            return self._outcome(push, error=redact(result.error or "push failed", api_key))
         return self._outcome(
             push, model_id=result.model_id, deployment_id=result.deployment_id, succeeded=True
         )
@@ -293,7 +305,7 @@ class TrussPusher:
         log.debug(
             "truss push child output",
             key=push.request.key,
-            stderr=redact("\n".join(tail), self._api_key),
+            stderr=redact("\n".join(tail), _key(push, self._api_key)),
         )
 
     def _outcome(

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import os
 import sys
+import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -76,7 +78,17 @@ def _started(processes: list[Process], process: Process, ready: str) -> None:
     )
 
 
-def _local_stack(workdir: Path, processes: list[Process]) -> Iterator[Stack]:
+@dataclass(frozen=True)
+class LocalCluster:
+    """The emulator (with the operator installed) and the simulator, as local processes."""
+
+    kubeconfig: Path
+    kubectl: Kubectl
+    sim_url: str
+    api_key: str
+
+
+def start_cluster(workdir: Path, processes: list[Process], api_key: str) -> LocalCluster:
     python = str(VENV_BIN / "python")
     kubeconfig = workdir / "kubeconfig"
     kube_port = free_port()
@@ -110,7 +122,7 @@ def _local_stack(workdir: Path, processes: list[Process]) -> Iterator[Stack]:
             "--port",
             str(sim_port),
             "--api-key",
-            API_KEY,
+            api_key,
             "--time-scale",
             str(TIME_SCALE),
         ],
@@ -120,16 +132,33 @@ def _local_stack(workdir: Path, processes: list[Process]) -> Iterator[Stack]:
     _started(processes, simulator, f"{sim_url}/_sim/health")
 
     kubectl = Kubectl(str(kubeconfig))
-    install(kubectl)
+    install(kubectl, api_key)
+    return LocalCluster(kubeconfig, kubectl, sim_url, api_key)
 
+
+@dataclass(frozen=True)
+class LocalOperator:
+    process: Process
+    metrics_port: int
+    health_port: int
+
+
+def start_operator(
+    cluster: LocalCluster,
+    processes: list[Process],
+    log_path: Path,
+    *extra_flags: str,
+    name: str = "operator",
+) -> LocalOperator:
+    """The operator with the Deployment's flags (leader election in its namespace), ready."""
     metrics_port, health_port = free_port(), free_port()
     operator = Process.start(
-        "operator",
+        name,
         [
             str(VENV_BIN / "baseten-operator"),
             "run",
             "--kubeconfig",
-            str(kubeconfig),
+            str(cluster.kubeconfig),
             "--leader-elect",
             "--leader-election-namespace",
             OPERATOR_NAMESPACE,
@@ -139,13 +168,33 @@ def _local_stack(workdir: Path, processes: list[Process]) -> Iterator[Stack]:
             f"127.0.0.1:{health_port}",
             "--time-scale",
             str(TIME_SCALE),
+            *extra_flags,
         ],
-        workdir / "operator.log",
-        env={"BASETEN_API_KEY": API_KEY, "BASETEN_API_BASE_URL": f"{sim_url}/v1"},
+        log_path,
+        # POD_NAMESPACE as the Deployment sets it: where namespaces' API key Secrets live.
+        env={
+            "BASETEN_API_KEY": cluster.api_key,
+            "BASETEN_API_BASE_URL": f"{cluster.sim_url}/v1",
+            "POD_NAMESPACE": OPERATOR_NAMESPACE,
+        },
     )
     _started(processes, operator, f"http://127.0.0.1:{health_port}/readyz")
+    return LocalOperator(operator, metrics_port, health_port)
 
-    yield Stack(kubectl, Simulator(sim_url), f"http://127.0.0.1:{metrics_port}/metrics")
+
+def _local_stack(workdir: Path, processes: list[Process]) -> Iterator[Stack]:
+    cluster = start_cluster(workdir, processes, API_KEY)
+    started = start_operator(cluster, processes, workdir / "operator.log")
+    operator, kubectl = started.process, cluster.kubectl
+
+    # Metrics are served as installed: HTTPS behind TokenReview/SubjectAccessReview.
+    yield Stack(
+        kubectl,
+        Simulator(cluster.sim_url),
+        f"https://127.0.0.1:{started.metrics_port}/metrics",
+        operator_pid=operator.popen.pid,
+        health_url=f"http://127.0.0.1:{started.health_port}/readyz",
+    )
 
     processes.remove(operator)
     code = operator.terminate(SHUTDOWN_TIMEOUT)
@@ -154,7 +203,7 @@ def _local_stack(workdir: Path, processes: list[Process]) -> Iterator[Stack]:
     assert not lease["spec"].get("holderIdentity"), f"lease still held after exit: {lease['spec']}"
 
 
-def install(kubectl: Kubectl) -> None:
+def install(kubectl: Kubectl, api_key: str) -> None:
     """What a user does: apply the rendered manifests, then the API key Secret."""
     kubectl.run("apply", "-f", str(INSTALL_MANIFEST))
     kubectl.run(
@@ -169,6 +218,45 @@ def install(kubectl: Kubectl) -> None:
             "kind": "Secret",
             "metadata": {"name": API_KEY_SECRET, "namespace": OPERATOR_NAMESPACE},
             "type": "Opaque",
-            "stringData": {"api-key": API_KEY},
+            "stringData": {"api-key": api_key},
         }
     )
+
+
+@dataclass
+class KeyStack:
+    """A stack of its own with a key that appears nowhere else, operators at debug level."""
+
+    cluster: LocalCluster
+    workdir: Path
+    processes: list[Process]
+    operators: list[LocalOperator]
+
+    @property
+    def stack(self) -> Stack:
+        return Stack(self.cluster.kubectl, Simulator(self.cluster.sim_url), metrics_url=None)
+
+    def start_operator(self, name: str) -> LocalOperator:
+        started = start_operator(
+            self.cluster,
+            self.processes,
+            self.workdir / f"{name}.log",
+            "--log-level",
+            "debug",
+            name=name,
+        )
+        self.operators.append(started)
+        return started
+
+
+@pytest.fixture
+def key_stack(tmp_path: Path) -> Iterator[KeyStack]:
+    if external():
+        pytest.skip("needs operators of its own, started with a key of their own")
+    processes: list[Process] = []
+    try:
+        cluster = start_cluster(tmp_path, processes, f"sk-e2e-{uuid.uuid4().hex}")
+        yield KeyStack(cluster, tmp_path, processes, [])
+    finally:
+        for process in reversed(processes):
+            process.terminate(SHUTDOWN_TIMEOUT)

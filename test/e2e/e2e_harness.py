@@ -14,12 +14,14 @@ import json
 import os
 import signal
 import socket
+import ssl
 import subprocess
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import requests
 import yaml
@@ -34,7 +36,7 @@ INSTALL_MANIFEST = REPO / "deploy" / "install.yaml"
 API_KEY = "e2e-key"
 OPERATOR_NAMESPACE = "baseten-operator-system"
 API_KEY_SECRET = "baseten-operator-api-key"
-LEASE_NAME = "baseten-operator.models.baseten.com"
+LEASE_NAME = "020848ba.baseten.com"
 # Every delay of the operator and every simulated lifecycle step x0.02: a 30 s promotion poll
 # takes 0.6 s, the 5 min steady-state requeue 6 s, a deployment build 0.4 s.
 TIME_SCALE = 0.02
@@ -216,6 +218,41 @@ def http_ok(url: str) -> bool:
         return False
 
 
+def service_account_token(
+    kubectl: Kubectl, namespace: str, name: str, *, cluster_role: str | None = None
+) -> str:
+    """A token of a new ServiceAccount (`kubectl create token`), bound to `cluster_role`."""
+    kubectl.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {"name": name, "namespace": namespace},
+        }
+    )
+    if cluster_role is not None:
+        kubectl.apply(
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "ClusterRoleBinding",
+                "metadata": {"name": f"{namespace}-{name}"},
+                "roleRef": {
+                    "apiGroup": "rbac.authorization.k8s.io",
+                    "kind": "ClusterRole",
+                    "name": cluster_role,
+                },
+                "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
+            }
+        )
+    return kubectl.run("create", "token", name, "-n", namespace).stdout.strip()
+
+
+def served_certificate(url: str, path: Path) -> str:
+    """Trust-on-first-use: the certificate `url` serves, saved to verify it with."""
+    host, port = urlsplit(url).hostname or "", urlsplit(url).port or 443
+    path.write_text(ssl.get_server_certificate((host, port)))
+    return str(path)
+
+
 # --------------------------------------------------------------------------- BasetenModels
 
 
@@ -238,7 +275,11 @@ class Stack:
 
     kubectl: Kubectl
     sim: Simulator
-    metrics_url: str | None  # None on an external cluster: the operator's pod is not reachable
+    # The operator's /metrics (HTTPS, self-signed) and process id; None on an external
+    # cluster: the operator's pod is not reachable from here.
+    metrics_url: str | None
+    operator_pid: int | None = None
+    health_url: str | None = None  # its /readyz
 
     def new_namespace(self, prefix: str) -> str:
         name = unique_name(prefix)

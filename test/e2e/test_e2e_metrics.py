@@ -1,18 +1,23 @@
-"""Metrics scraped from the operator's /metrics endpoint, as Prometheus would."""
+"""Metrics scraped from the operator's /metrics endpoint, as Prometheus would: over HTTPS
+with the token of a ServiceAccount bound to the installed metrics-reader ClusterRole."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import requests
-from e2e_harness import LEASE_NAME, Stack
+from e2e_harness import LEASE_NAME, Stack, served_certificate, service_account_token
 from prometheus_client.parser import text_string_to_metric_families
 
 pytestmark = pytest.mark.e2e
 
+METRICS_READER = "baseten-operator-metrics-reader"  # config/rbac, with the install's prefix
 
-def scrape(url: str) -> dict[str, list[tuple[dict[str, str], float]]]:
+
+def scrape(url: str, token: str, ca: str) -> dict[str, list[tuple[dict[str, str], float]]]:
     """Samples by name: [(labels, value)]."""
-    response = requests.get(url, timeout=5)
+    response = requests.get(url, headers={"Authorization": f"Bearer {token}"}, verify=ca, timeout=5)
     response.raise_for_status()
     samples: dict[str, list[tuple[dict[str, str], float]]] = {}
     for family in text_string_to_metric_families(response.text):
@@ -21,13 +26,20 @@ def scrape(url: str) -> dict[str, list[tuple[dict[str, str], float]]]:
     return samples
 
 
-def test_metrics_endpoint_reports_reconciles_api_calls_and_leadership(stack: Stack) -> None:
+def test_metrics_endpoint_reports_reconciles_api_calls_and_leadership(
+    stack: Stack, tmp_path: Path
+) -> None:
     if stack.metrics_url is None:
         pytest.skip("the operator runs in the cluster: its metrics port is not reachable here")
     namespace = stack.new_namespace("e2e-metrics")
     stack.promoted_model(namespace, "e2e-metrics", autoscaling={"minReplicas": 1})
+    token = service_account_token(
+        stack.kubectl, namespace, "prometheus", cluster_role=METRICS_READER
+    )
 
-    samples = scrape(stack.metrics_url)
+    samples = scrape(
+        stack.metrics_url, token, served_certificate(stack.metrics_url, tmp_path / "ca")
+    )
 
     reconciles = [
         value

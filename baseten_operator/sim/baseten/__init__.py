@@ -9,10 +9,20 @@ clock's now, so a FakeClock makes everything deterministic. Durations are
 
 Control API: the methods of `BasetenSimulator`, also `POST /_sim/<method>` with JSON keyword
 arguments (`GET` for audit_log, uploaded_files, health). Fault and rate-limit endpoint
-names: list_models, get_model, delete_model, list_deployments, get_deployment,
-delete_deployment, activate, deactivate, retry, update_deployment_autoscaling,
+names: list_teams, list_team_models, list_models, get_model, delete_model,
+list_deployments, get_deployment, delete_deployment, activate, deactivate, retry,
+update_deployment_autoscaling,
 list_environments, create_environment, get_environment, update_environment,
 delete_environment, promote, graphql, graphql:<root field>, s3, or * for any.
+
+Teams: `create_team(name)`, `seed_model(name, team=...)`; model names are unique per team.
+`add_api_key(key, label, team=None)` accepts another key, bound to a team when `team` is
+given (it sees only that team's models: others answer 404, writes into another team 403);
+`revoke_api_key(key)`. Audit entries carry `key`: the label of the key the call carried.
+
+Must not import the operator (`api`, `baseten`, `truss`, `controller`, `sandbox`, `cli`,
+`main`): it answers as Baseten does (docs/baseten-api.md), whatever the client believes. From
+`runtime` only the clock and the bounded HTTP server (httpserver.py).
 """
 
 from baseten_operator.sim.baseten.engine import LifecycleDurations, SimEngine

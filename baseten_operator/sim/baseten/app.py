@@ -1,17 +1,21 @@
-"""The request pipeline: routing, auth, injected faults, rate limits, audit."""
+"""The request pipeline: routing, auth, request log, injected faults, rate limits, audit."""
 
 from __future__ import annotations
 
+import base64
+import json
 import time
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import quote
 
 from baseten_operator.runtime.clock import Clock
 from baseten_operator.sim.baseten import rest
-from baseten_operator.sim.baseten.audit import AuditLog
+from baseten_operator.sim.baseten.access import check_route
+from baseten_operator.sim.baseten.audit import AuditLog, RequestLog
 from baseten_operator.sim.baseten.engine import SimEngine
 from baseten_operator.sim.baseten.errors import SimError
-from baseten_operator.sim.baseten.faults import Fault, FaultInjector
+from baseten_operator.sim.baseten.faults import Fault, FaultInjector, omit_members
 from baseten_operator.sim.baseten.graphql import (
     MUTATIONS,
     GraphQLError,
@@ -19,6 +23,7 @@ from baseten_operator.sim.baseten.graphql import (
     parse_root_field,
 )
 from baseten_operator.sim.baseten.http import Request, Response, json_response
+from baseten_operator.sim.baseten.keys import ApiKey, KeyRing
 from baseten_operator.sim.baseten.ratelimit import RateLimiter
 from baseten_operator.sim.baseten.s3 import S3Store
 
@@ -37,6 +42,15 @@ def rate_limited(retry_after: int) -> Response:
     return json_response(429, {"error": RATE_LIMIT_MESSAGE, "retry_after": retry_after})
 
 
+def _without_members(response: Response, paths: list[str]) -> Response:
+    if response.status != 200:
+        return response
+    payload = json.loads(response.body)
+    for path in paths:
+        omit_members(payload, path)
+    return json_response(200, payload)
+
+
 class SimApp:
     def __init__(
         self,
@@ -50,9 +64,11 @@ class SimApp:
         faults: FaultInjector,
         limiter: RateLimiter,
         audit: AuditLog,
+        requests: RequestLog,
         control: Callable[[Request], Response],
+        keys: KeyRing | None = None,
     ) -> None:
-        self._api_key = api_key
+        self._keys = keys if keys is not None else KeyRing(api_key)
         self._clock = clock
         self._time_scale = time_scale
         self._engine = engine
@@ -61,6 +77,7 @@ class SimApp:
         self._faults = faults
         self._limiter = limiter
         self._audit = audit
+        self._requests = requests
         self._control = control
 
     def __call__(self, request: Request) -> Response | None:
@@ -71,24 +88,37 @@ class SimApp:
         if request.path == "/v1" or request.path.startswith("/v1/"):
             return self._handle_rest(request)
         if request.method in ("PUT", "POST", "DELETE") and request.path.count("/") >= 2:
-            return self._with_fault(["s3"], lambda: self._handle_s3(request))
+            return self._with_fault(request, ["s3"], lambda: self._handle_s3(request))
         return error_response(SimError(404, "NOT_FOUND", f"No route for {request.path}"))
 
     # ----------------------------------------------------------------- shared steps
 
-    def _authenticated_key(self, request: Request) -> str | None:
+    def _authenticated_key(self, request: Request) -> tuple[str, ApiKey] | None:
+        """The key the request carries and what it is, if it is one we know."""
         scheme, _, key = request.headers.get("authorization", "").partition(" ")
-        if scheme.lower() in ("bearer", "api-key") and key.strip() == self._api_key:
-            return key.strip()
-        return None
+        if scheme.lower() not in ("bearer", "api-key"):
+            return None
+        known = self._keys.lookup(key)
+        return (key.strip(), known) if known is not None else None
 
-    def _with_fault(self, endpoints: list[str], proceed: Callable[[], Response]) -> Response | None:
+    def _with_fault(
+        self, request: Request, endpoints: list[str], proceed: Callable[[], Response]
+    ) -> Response | None:
         fault = self._faults.take(endpoints)
+        self._requests.record(
+            method=request.method,
+            path=request.path,
+            time=self._clock.now(),
+            user_agent=request.headers.get("user-agent"),
+            fault=fault.kind if fault is not None else None,
+        )
         if fault is None:
             return proceed()
-        return self._apply_fault(fault, proceed)
+        return self._apply_fault(fault, request, proceed)
 
-    def _apply_fault(self, fault: Fault, proceed: Callable[[], Response]) -> Response | None:
+    def _apply_fault(
+        self, fault: Fault, request: Request, proceed: Callable[[], Response]
+    ) -> Response | None:
         if fault.kind == "latency":
             time.sleep(fault.seconds * self._time_scale)
             return proceed()
@@ -99,9 +129,17 @@ class SimApp:
             )
         if fault.kind == "429":
             return rate_limited(fault.retry_after)
+        if fault.kind == "echo":
+            return json_response(fault.status, echoed_credentials(request))
+        if fault.kind == "body":
+            return json_response(200, fault.body)
+        if fault.kind == "omit":
+            return _without_members(proceed(), fault.omitted)
         return None  # "drop"
 
-    def _audit_entry(self, request: Request, body: Any, status: int, endpoint: str) -> None:
+    def _audit_entry(
+        self, request: Request, body: Any, status: int, endpoint: str, caller: ApiKey
+    ) -> None:
         self._audit.record(
             method=request.method,
             path=request.path,
@@ -109,22 +147,27 @@ class SimApp:
             time=self._clock.now(),
             status=status,
             endpoint=endpoint,
+            key=caller.label,
+            user_agent=request.headers.get("user-agent"),
         )
 
     # ----------------------------------------------------------------- REST
 
     def _handle_rest(self, request: Request) -> Response | None:
-        key = self._authenticated_key(request)
-        if key is None:
+        authenticated = self._authenticated_key(request)
+        if authenticated is None:
             return error_response(SimError(401, "UNAUTHENTICATED", "Invalid or missing API key"))
+        key, caller = authenticated
         try:
             match = rest.match_route(request.method, request.path)
         except SimError as exc:
             return error_response(exc)
         endpoint = match.route.endpoint
-        return self._with_fault([endpoint], lambda: self._call_rest(request, key, match))
+        return self._with_fault(
+            request, [endpoint], lambda: self._call_rest(request, key, caller, match)
+        )
 
-    def _call_rest(self, request: Request, key: str, match: rest.Match) -> Response:
+    def _call_rest(self, request: Request, key: str, caller: ApiKey, match: rest.Match) -> Response:
         endpoint = match.route.endpoint
         retry_after = self._limiter.check(key, endpoint)
         if retry_after is not None:
@@ -132,20 +175,24 @@ class SimApp:
         body: Any = None
         try:
             body = request.json()
-            response = json_response(200, rest.call(self._engine, match, request.query, body))
+            check_route(self._engine, caller, match.params, request.method)
+            result = rest.call(self._engine, match, request.query, body, caller.team_id)
+            response = json_response(200, result)
         except ValueError:
             response = error_response(SimError(400, "BAD_REQUEST", "Request body is not JSON"))
         except SimError as exc:
             response = error_response(exc)
         if request.method != "GET":
-            self._audit_entry(request, body, response.status, endpoint)
+            self._audit_entry(request, body, response.status, endpoint, caller)
         return response
 
     # ----------------------------------------------------------------- GraphQL
 
     def _handle_graphql(self, request: Request) -> Response | None:
-        if self._authenticated_key(request) is None:
+        authenticated = self._authenticated_key(request)
+        if authenticated is None:
             return error_response(SimError(401, "UNAUTHENTICATED", "Invalid or missing API key"))
+        _, caller = authenticated
         try:
             payload = request.json()
             if not isinstance(payload, dict) or not isinstance(payload.get("query"), str):
@@ -156,14 +203,14 @@ class SimApp:
             return json_response(400, {"data": None, "errors": [{"message": message}]})
 
         def execute() -> Response:
-            result = self._graphql.execute(field)
+            result = self._graphql.execute(field, caller)
             if field.name in MUTATIONS:
                 args = {k: v for k, v in field.args.items() if k not in _BULKY_ARGS}
                 body = {"field": field.name, "args": args}
-                self._audit_entry(request, body, 200, f"graphql:{field.name}")
+                self._audit_entry(request, body, 200, f"graphql:{field.name}", caller)
             return json_response(200, result)
 
-        return self._with_fault(["graphql", f"graphql:{field.name}"], execute)
+        return self._with_fault(request, ["graphql", f"graphql:{field.name}"], execute)
 
     # ----------------------------------------------------------------- S3
 
@@ -172,3 +219,17 @@ class SimApp:
             request.method, request.path, request.query, request.headers, request.body
         )
         return Response(result.status, result.body, result.headers)
+
+
+def echoed_credentials(request: Request) -> dict[str, Any]:
+    """An error body that repeats the caller's credentials, as careless APIs and proxies
+    do: the Authorization header, and the key in base64 and URL-quoted, in the message."""
+    header = request.headers.get("authorization", "")
+    key = header.partition(" ")[2].strip()
+    encoded = base64.b64encode(key.encode()).decode()
+    return {
+        "code": "BAD_REQUEST",
+        "message": f"rejected request with Authorization: {header} "
+        f"(basic {encoded}, url https://api.baseten.co/v1?api_key={quote(key, safe='')})",
+        "details": {"headers": {"Authorization": header}},
+    }

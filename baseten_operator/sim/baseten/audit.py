@@ -1,4 +1,8 @@
-"""A record of every mutating call the simulator answered."""
+"""What the simulator saw: every mutating call it answered (the audit log) and every API
+request it received, answered or not (the request log).
+
+Both keep each request's User-Agent, which is how a test tells operator replicas apart.
+"""
 
 from __future__ import annotations
 
@@ -13,8 +17,18 @@ class AuditLog:
         self._entries: list[dict[str, Any]] = []
 
     def record(
-        self, *, method: str, path: str, body: Any, time: float, status: int, endpoint: str
+        self,
+        *,
+        method: str,
+        path: str,
+        body: Any,
+        time: float,
+        status: int,
+        endpoint: str,
+        key: str | None = None,
+        user_agent: str | None = None,
     ) -> None:
+        """`key`: the label of the API key the call carried (never the key itself)."""
         entry = {
             "method": method,
             "path": path,
@@ -22,6 +36,8 @@ class AuditLog:
             "time": time,
             "status": status,
             "endpoint": endpoint,
+            "key": key,
+            "user_agent": user_agent,
         }
         with self._lock:
             self._entries.append(entry)
@@ -29,6 +45,36 @@ class AuditLog:
     def entries(self) -> list[dict[str, Any]]:
         with self._lock:
             return copy.deepcopy(self._entries)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+
+class RequestLog:
+    """Every REST and GraphQL request on arrival, before faults or rate limits apply."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._entries: list[dict[str, Any]] = []
+
+    def record(
+        self, *, method: str, path: str, time: float, user_agent: str | None, fault: str | None
+    ) -> None:
+        entry = {
+            "method": method,
+            "path": path,
+            "time": time,
+            "user_agent": user_agent,
+            "fault": fault,
+        }
+        with self._lock:
+            self._entries.append(entry)
+
+    def entries(self, since: int = 0) -> list[dict[str, Any]]:
+        """The entries from index `since` on (a poller reads only what is new)."""
+        with self._lock:
+            return [dict(entry) for entry in self._entries[since:]]
 
     def clear(self) -> None:
         with self._lock:

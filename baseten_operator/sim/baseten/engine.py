@@ -27,6 +27,8 @@ from baseten_operator.sim.baseten.records import (
     DEFAULT_AUTOSCALING,
     DEFAULT_PROMOTION_SETTINGS,
     DEFAULT_ROLLING_DEPLOY_CONFIG,
+    DEFAULT_TEAM_ID,
+    DEFAULT_TEAM_NAME,
     DEPLOY_FAILED,
     DEPLOYING,
     DEPLOYMENT_STATUSES,
@@ -43,6 +45,7 @@ from baseten_operator.sim.baseten.records import (
     InstanceType,
     Model,
     Promotion,
+    Team,
 )
 from baseten_operator.sim.baseten.schedule import Timeline
 
@@ -84,6 +87,12 @@ class SimEngine:
         self._ids = random.Random()
         self.models: dict[str, Model] = {}
         self.deployments: dict[str, Deployment] = {}
+        self.teams: dict[str, Team] = {}
+        self._add_default_team()
+
+    def _add_default_team(self) -> None:
+        default = Team(DEFAULT_TEAM_ID, DEFAULT_TEAM_NAME, self.clock.now(), default=True)
+        self.teams = {default.id: default}
 
     # ----------------------------------------------------------------- time
 
@@ -109,6 +118,7 @@ class SimEngine:
             self._timeline.clear()
             self.models.clear()
             self.deployments.clear()
+            self._add_default_team()
 
     # ----------------------------------------------------------------- lookups
 
@@ -197,7 +207,8 @@ class SimEngine:
             self.deployments.get(production.current_deployment_id or "") if production else None
         )
         latest = self.deployments.get(model.deployment_ids[-1]) if model.deployment_ids else None
-        return views.model_view(model, prod_dep, latest)
+        team = self.teams.get(model.team_id)
+        return views.model_view(model, prod_dep, latest, team.name if team else DEFAULT_TEAM_NAME)
 
     # ----------------------------------------------------------------- lifecycle
 
@@ -310,26 +321,61 @@ class SimEngine:
 
     # ----------------------------------------------------------------- models
 
-    def list_models(self, name: str | None = None) -> list[dict]:
+    # ----------------------------------------------------------------- teams
+
+    def create_team(self, name: str) -> dict:
+        with self._session() as now:
+            if not name or any(t.name == name for t in self.teams.values()):
+                raise bad_request(f"A team named {name!r} already exists" if name else "Empty name")
+            team = Team(f"team{len(self.teams)}{self._new_id()}", name, now)
+            self.teams[team.id] = team
+            return views.team_view(team)
+
+    def list_teams(self, name: str | None = None, team_id: str | None = None) -> list[dict]:
+        """Every team (or one by name); `team_id`: only that one (what a team key sees)."""
         with self._session():
+            return [
+                views.team_view(t)
+                for t in self.teams.values()
+                if (name is None or t.name == name) and (team_id is None or t.id == team_id)
+            ]
+
+    def team_of_model(self, model_id: str) -> str | None:
+        with self._session():
+            model = self.models.get(model_id)
+            return model.team_id if model else None
+
+    def has_team(self, team_id: str) -> bool:
+        with self._session():
+            return team_id in self.teams
+
+    # ----------------------------------------------------------------- models
+
+    def list_models(self, name: str | None = None, team_id: str | None = None) -> list[dict]:
+        with self._session():
+            if team_id is not None and team_id not in self.teams:
+                raise not_found(f"Team {team_id}")
             return [
                 self._render_model(m)
                 for m in self.models.values()
-                if name is None or m.name == name
+                if (name is None or m.name == name) and (team_id is None or m.team_id == team_id)
             ]
 
     def get_model(self, model_id: str) -> dict:
         with self._session():
             return self._render_model(self._model(model_id))
 
-    def create_model(self, name: str) -> dict:
+    def create_model(self, name: str, team_id: str = DEFAULT_TEAM_ID) -> dict:
         with self._session() as now:
-            return self._render_model(self._create_model(name, now))
+            return self._render_model(self._create_model(name, now, team_id))
 
-    def _create_model(self, name: str, now: float) -> Model:
-        if not name or any(m.name == name for m in self.models.values()):
+    def _create_model(self, name: str, now: float, team_id: str = DEFAULT_TEAM_ID) -> Model:
+        if team_id not in self.teams:
+            raise not_found(f"Team {team_id}")
+        taken = any(m.name == name and m.team_id == team_id for m in self.models.values())
+        if not name or taken:
             raise bad_request(f"A model named {name!r} already exists" if name else "Empty name")
-        model = Model(id=self._new_id(), name=name, created_at=now)
+        model = Model(id=self._new_id(), name=name, created_at=now, team_id=team_id)
         self.models[model.id] = model
         return model
 
@@ -686,8 +732,8 @@ class SimEngine:
 
     # ----------------------------------------------------------------- control
 
-    def seed_model(self, name: str) -> dict:
-        return self.create_model(name)
+    def seed_model(self, name: str, team_id: str = DEFAULT_TEAM_ID) -> dict:
+        return self.create_model(name, team_id)
 
     def seed_deployment(
         self,

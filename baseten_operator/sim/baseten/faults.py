@@ -1,4 +1,11 @@
-"""Faults injected into the next N requests of an endpoint."""
+"""Faults injected into the next N requests of an endpoint.
+
+Besides transport trouble (latency, 5xx, 429, a dropped connection), two kinds make Baseten
+answer 200 with uncertain data, for the operator's fail-closed paths: `body` answers the
+given JSON instead of doing the operation (e.g. `{"error": "..."}` on a DELETE), and `omit`
+does the operation but leaves members out of its answer (dotted paths, `*` for every item of
+a list: `environments.*.autoscaling_settings`).
+"""
 
 from __future__ import annotations
 
@@ -6,7 +13,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-FAULT_KINDS: frozenset[str] = frozenset({"latency", "5xx", "429", "drop"})
+# "echo": an error (status 400 unless given) whose body repeats the caller's credentials.
+FAULT_KINDS: frozenset[str] = frozenset({"latency", "5xx", "429", "drop", "echo", "body", "omit"})
 ANY_ENDPOINT = "*"
 
 
@@ -18,7 +26,8 @@ class Fault:
 
     @property
     def status(self) -> int:
-        return int(self.params.get("status", 503 if self.kind == "5xx" else 429))
+        default = {"5xx": 503, "echo": 400}.get(self.kind, 429)
+        return int(self.params.get("status", default))
 
     @property
     def seconds(self) -> float:
@@ -27,6 +36,29 @@ class Fault:
     @property
     def retry_after(self) -> int:
         return int(self.params.get("retry_after", 1))
+
+    @property
+    def body(self) -> Any:
+        return self.params.get("body", {})
+
+    @property
+    def omitted(self) -> list[str]:
+        return [str(path) for path in self.params.get("fields", [])]
+
+
+def omit_members(payload: Any, path: str) -> None:
+    """Remove the member at dotted `path` from `payload` in place (`*`: every list item)."""
+    head, _, rest = path.partition(".")
+    targets = payload if head == "*" and isinstance(payload, list) else [payload]
+    for target in targets:
+        if head == "*":
+            if rest:
+                omit_members(target, rest)
+        elif isinstance(target, dict) and head in target:
+            if rest:
+                omit_members(target[head], rest)
+            else:
+                del target[head]
 
 
 class FaultInjector:

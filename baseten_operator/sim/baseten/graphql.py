@@ -17,8 +17,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from baseten_operator.sim.baseten import views
+from baseten_operator.sim.baseten.access import check_model, check_team
 from baseten_operator.sim.baseten.engine import SimEngine
 from baseten_operator.sim.baseten.errors import SimError
+from baseten_operator.sim.baseten.keys import ApiKey
 from baseten_operator.sim.baseten.s3 import BUCKET, S3Store, unpack_truss
 
 MUTATIONS = frozenset({"create_model_from_truss", "create_model_version_from_truss"})
@@ -169,7 +171,7 @@ class TrussGraphQL:
         self._engine = engine
         self._s3 = s3
         self._endpoint_url = endpoint_url
-        self._resolvers: dict[str, Callable[[dict[str, Any]], Any]] = {
+        self._resolvers: dict[str, Callable[[dict[str, Any], ApiKey], Any]] = {
             "teams": self._teams,
             "models": self._models,
             "truss_validation": self._truss_validation,
@@ -178,7 +180,7 @@ class TrussGraphQL:
             "create_model_version_from_truss": self._create_model_version,
         }
 
-    def execute(self, field: RootField) -> dict[str, Any]:
+    def execute(self, field: RootField, caller: ApiKey) -> dict[str, Any]:
         """The full GraphQL response body (`data` or `errors`) for one root field."""
         resolver = self._resolvers.get(field.name)
         try:
@@ -186,29 +188,39 @@ class TrussGraphQL:
                 raise GraphQLError(
                     f"Cannot query field '{field.name}'", "GRAPHQL_VALIDATION_FAILED"
                 )
-            return {"data": {field.name: resolver(field.args)}}
+            return {"data": {field.name: resolver(field.args, caller)}}
         except SimError as exc:
             return _errors(exc.message, exc.code)
         except GraphQLError as exc:
             return _errors(exc.message, exc.code)
 
-    def _teams(self, args: dict[str, Any]) -> list[dict]:
-        return [{"id": views.TEAM_ID, "name": views.TEAM_NAME, "default": True}]
+    def _teams(self, args: dict[str, Any], caller: ApiKey) -> list[dict]:
+        teams = self._engine.list_teams(team_id=caller.team_id)
+        return [{"id": t["id"], "name": t["name"], "default": t["default"]} for t in teams]
 
-    def _models(self, args: dict[str, Any]) -> list[dict]:
+    def _models(self, args: dict[str, Any], caller: ApiKey) -> list[dict]:
         team_id = args.get("team_id")
-        if team_id is not None and team_id != views.TEAM_ID:
-            return []
-        team = {"id": views.TEAM_ID, "name": views.TEAM_NAME}
+        if team_id is not None:
+            check_team(caller, str(team_id), write=False)
+            if not self._engine.has_team(str(team_id)):
+                return []
+        names = {t["id"]: t["name"] for t in self._engine.list_teams()}
+        scope = str(team_id) if team_id is not None else caller.team_id
         return [
-            {"id": m["id"], "name": m["name"], "team": team} for m in self._engine.list_models()
+            {
+                "id": m["id"],
+                "name": m["name"],
+                "team": {"id": team, "name": names.get(team, "")},
+            }
+            for m in self._engine.list_models(team_id=scope)
+            for team in [self._engine.team_of_model(m["id"]) or views.TEAM_ID]
         ]
 
-    def _truss_validation(self, args: dict[str, Any]) -> dict:
+    def _truss_validation(self, args: dict[str, Any], caller: ApiKey) -> dict:
         _decode_config(args.get("config"))
         return {"success": True, "details": json.dumps({"errors": [], "warnings": []})}
 
-    def _upload_credentials(self, args: dict[str, Any]) -> dict:
+    def _upload_credentials(self, args: dict[str, Any], caller: ApiKey) -> dict:
         return {
             "s3_bucket": BUCKET,
             "s3_key": f"models/{uuid.uuid4().hex}.tgz",
@@ -234,10 +246,11 @@ class TrussGraphQL:
         metadata = args.get("user_deploy_metadata")
         return json.loads(metadata) if isinstance(metadata, str) else None
 
-    def _create_model(self, args: dict[str, Any]) -> dict:
+    def _create_model(self, args: dict[str, Any], caller: ApiKey) -> dict:
+        team_id = _push_team(args, caller)
         config = _decode_config(args.get("config"))
         files = self._uploaded_truss(args.get("s3_key"))
-        model = self._engine.create_model(str(args.get("name") or ""))
+        model = self._engine.create_model(str(args.get("name") or ""), team_id)
         deployment = self._engine.create_pushed_deployment(
             model["id"],
             args.get("version_name"),
@@ -248,9 +261,10 @@ class TrussGraphQL:
         self._promote_if_asked(args, deployment, scale_down_previous=True)
         return self._model_version(model["id"], model["name"], deployment)
 
-    def _create_model_version(self, args: dict[str, Any]) -> dict:
+    def _create_model_version(self, args: dict[str, Any], caller: ApiKey) -> dict:
         config = _decode_config(args.get("config"))
         files = self._uploaded_truss(args.get("s3_key"))
+        check_model(self._engine, caller, str(args.get("model_id")))
         model = self._engine.get_model(str(args.get("model_id")))
         deployment = self._engine.create_pushed_deployment(
             model["id"],
@@ -298,6 +312,23 @@ class TrussGraphQL:
                 "instance_type": {"name": deployment["instance_type_name"]},
             }
         }
+
+
+def _push_team(args: dict[str, Any], caller: ApiKey) -> str:
+    """The team a new model is created in: the one named, else the organisation's default.
+
+    A team-bound key must name its team, as on Baseten (UNAUTHORIZED_ACCESS otherwise).
+    """
+    named = args.get("team_id")
+    if named is None:
+        if caller.team_id is not None:
+            raise GraphQLError(
+                f"API key {caller.label!r} is bound to a team: name it (team_id)",
+                "UNAUTHORIZED_ACCESS",
+            )
+        return views.TEAM_ID
+    check_team(caller, str(named), write=True)
+    return str(named)
 
 
 def _errors(message: str, code: str) -> dict[str, Any]:

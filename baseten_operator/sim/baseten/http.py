@@ -14,11 +14,13 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import urlsplit
 
 import structlog
+
+from baseten_operator.runtime.httpserver import BoundedHTTPServer, ConnectionLimits
 
 log = structlog.get_logger(__name__)
 
@@ -119,16 +121,18 @@ class _RequestHandler(BaseHTTPRequestHandler):
         log.debug("simulator request", line=format % args)
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 128
+# Generous for the operator, its truss children and a test's own clients; still a bound.
+LIMITS = ConnectionLimits(max_connections=256, idle_timeout=60.0)
+
+
+class _Server(BoundedHTTPServer):
     allow_reuse_address = True
 
     def __init__(self, address: tuple[str, int], handler: Handler) -> None:
         self.handler = handler
         self._connections: set[socket.socket] = set()
         self._connections_lock = threading.Lock()
-        super().__init__(address, _RequestHandler)
+        super().__init__(address, _RequestHandler, limits=LIMITS)
 
     def track(self, conn: socket.socket) -> None:
         with self._connections_lock:

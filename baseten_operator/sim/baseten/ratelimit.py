@@ -16,7 +16,7 @@ class Limit:
     per_seconds: float
 
 
-# Documented limits (reference/baseten-api.md); every other /v1 endpoint gets DEFAULT_LIMIT.
+# Documented limits (docs/baseten-api.md); every other /v1 endpoint gets DEFAULT_LIMIT.
 ENDPOINT_LIMITS: dict[str, Limit] = {
     "activate": Limit(20, 60.0),
     "deactivate": Limit(20, 60.0),

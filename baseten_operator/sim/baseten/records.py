@@ -177,10 +177,25 @@ class Environment:
     promotion: Promotion | None = None
 
 
+# The organisation's default team: every model created without a team lands in it.
+DEFAULT_TEAM_ID = "simteam"
+DEFAULT_TEAM_NAME = "Sim Team"
+
+
+@dataclass
+class Team:
+    id: str
+    name: str
+    created_at: float
+    default: bool = False
+
+
 @dataclass
 class Model:
     id: str
     name: str
     created_at: float
+    # Model names are unique per team only.
+    team_id: str = DEFAULT_TEAM_ID
     deployment_ids: list[str] = field(default_factory=list)
     environments: dict[str, Environment] = field(default_factory=dict)

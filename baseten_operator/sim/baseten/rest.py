@@ -20,6 +20,8 @@ from baseten_operator.sim.baseten.payloads import (
 )
 
 Params = dict[str, str]
+# The team of the key that made the call ("" for an organisation key): what lists show it.
+CALLER_TEAM = "caller_team"
 RouteHandler = Callable[[SimEngine, Params, dict[str, list[str]], Any], Any]
 Body = TypeVar("Body", bound=BaseModel)
 
@@ -48,8 +50,20 @@ def _name(query: dict[str, list[str]]) -> str | None:
     return names[0] if names else None
 
 
+def _caller_team(p: Params) -> str | None:
+    return p.get(CALLER_TEAM) or None
+
+
 def _list_models(e: SimEngine, p: Params, q: dict[str, list[str]], b: Any) -> Any:
-    return {"models": e.list_models(_name(q))}
+    return {"models": e.list_models(_name(q), _caller_team(p))}
+
+
+def _list_teams(e: SimEngine, p: Params, q: dict[str, list[str]], b: Any) -> Any:
+    return {"teams": e.list_teams(_name(q), _caller_team(p))}
+
+
+def _list_team_models(e: SimEngine, p: Params, q: dict[str, list[str]], b: Any) -> Any:
+    return {"models": e.list_models(_name(q), p["team_id"])}
 
 
 def _list_deployments(e: SimEngine, p: Params, q: dict[str, list[str]], b: Any) -> Any:
@@ -106,6 +120,8 @@ def _route(method: str, path: str, endpoint: str, handler: RouteHandler) -> Rout
 
 
 ROUTES: tuple[Route, ...] = (
+    _route("GET", "/v1/teams", "list_teams", _list_teams),
+    _route("GET", "/v1/teams/(?P<team_id>[^/]+)/models", "list_team_models", _list_team_models),
     _route("GET", "/v1/models", "list_models", _list_models),
     _route("GET", _MODEL, "get_model", lambda e, p, q, b: e.get_model(p["model_id"])),
     _route("DELETE", _MODEL, "delete_model", lambda e, p, q, b: e.delete_model(p["model_id"])),
@@ -186,5 +202,8 @@ def match_route(method: str, path: str) -> Match:
     raise SimError(404, "NOT_FOUND", f"No route for {path}")
 
 
-def call(engine: SimEngine, match: Match, query: str, body: Any) -> Any:
-    return match.route.handler(engine, match.params, parse_qs(query), body)
+def call(
+    engine: SimEngine, match: Match, query: str, body: Any, caller_team: str | None = None
+) -> Any:
+    params = {**match.params, CALLER_TEAM: caller_team or ""}
+    return match.route.handler(engine, params, parse_qs(query), body)

@@ -8,13 +8,14 @@ from pydantic import ValidationError
 
 from baseten_operator.runtime.clock import Clock, RealClock
 from baseten_operator.sim.baseten.app import SimApp
-from baseten_operator.sim.baseten.audit import AuditLog
+from baseten_operator.sim.baseten.audit import AuditLog, RequestLog
 from baseten_operator.sim.baseten.control import ControlApi
 from baseten_operator.sim.baseten.engine import LifecycleDurations, SimEngine
-from baseten_operator.sim.baseten.errors import bad_request
+from baseten_operator.sim.baseten.errors import bad_request, not_found
 from baseten_operator.sim.baseten.faults import FaultInjector
 from baseten_operator.sim.baseten.graphql import TrussGraphQL
 from baseten_operator.sim.baseten.http import HttpServer
+from baseten_operator.sim.baseten.keys import KeyRing
 from baseten_operator.sim.baseten.payloads import AutoscalingUpdate, PromotionSettingsUpdate
 from baseten_operator.sim.baseten.ratelimit import Limit, RateLimiter
 from baseten_operator.sim.baseten.records import DEPLOY_FAILED
@@ -53,6 +54,8 @@ class BasetenSimulator:
         self.rate_limiter = RateLimiter(self.clock, time_scale)
         self.rate_limiter.configure(enabled=rate_limits)
         self._audit = AuditLog()
+        self.keys = KeyRing(api_key)
+        self._requests = RequestLog()
         self._host = host
         self._port = port
         self._url: str | None = None
@@ -67,7 +70,9 @@ class BasetenSimulator:
             faults=self.faults,
             limiter=self.rate_limiter,
             audit=self._audit,
+            requests=self._requests,
             control=ControlApi(self._control_operations()),
+            keys=self.keys,
         )
 
     # ----------------------------------------------------------------- server
@@ -110,8 +115,31 @@ class BasetenSimulator:
 
     # ----------------------------------------------------------------- control
 
-    def seed_model(self, name: str) -> dict:
-        return self.engine.seed_model(name)
+    def seed_model(self, name: str, team: str | None = None) -> dict:
+        """`team`: the name of a team (create_team) to create the model in; default the org's."""
+        if team is None:
+            return self.engine.seed_model(name)
+        return self.engine.seed_model(name, self._team_id(team))
+
+    def create_team(self, name: str) -> dict:
+        return self.engine.create_team(name)
+
+    def add_api_key(self, key: str, label: str, team: str | None = None) -> dict:
+        """Accept `key`, bound to the team named `team` (None: organisation-wide). The
+        audit log names the key of each call by `label`."""
+        team_id = self._team_id(team) if team is not None else None
+        self.keys.add(key, label, team_id)
+        return {"label": label, "team_id": team_id}
+
+    def revoke_api_key(self, key: str) -> dict:
+        self.keys.revoke(key)
+        return {"revoked": True}
+
+    def _team_id(self, name: str) -> str:
+        teams = self.engine.list_teams(name)
+        if not teams:
+            raise not_found(f"Team {name!r}")
+        return str(teams[0]["id"])
 
     def seed_deployment(
         self, model_id: str, name: str, *, status: str = "ACTIVE", **extra: Any
@@ -169,8 +197,14 @@ class BasetenSimulator:
         )["environment"]
 
     def inject_fault(self, endpoint: str, kind: str, count: int = 1, **params: Any) -> None:
-        """kind: latency (seconds=, sim time), 5xx (status=), 429 (retry_after=), drop."""
+        """kind: latency (seconds=, sim time), 5xx (status=), 429 (retry_after=), drop,
+        body (body=: answered with 200 instead of the operation), omit (fields=: dotted
+        members left out of the answer)."""
         self.faults.inject(endpoint, kind, count, **params)
+
+    def clear_faults(self) -> None:
+        """Forget every fault not yet used up (the simulator's state stays)."""
+        self.faults.reset()
 
     def configure_rate_limits(
         self, enabled: bool | None = None, limits: dict[str, list[float]] | None = None
@@ -190,6 +224,10 @@ class BasetenSimulator:
     def audit_log(self) -> list[dict]:
         return self._audit.entries()
 
+    def request_log(self, since: int | str = 0) -> list[dict]:
+        """Every request served (GETs and faulted ones included), from index `since` on."""
+        return self._requests.entries(int(since))
+
     def uploaded_files(self, deployment_id: str) -> dict[str, str]:
         return self.engine.uploaded_files(deployment_id)
 
@@ -199,11 +237,16 @@ class BasetenSimulator:
         self.faults.reset()
         self.rate_limiter.reset()
         self._audit.clear()
+        self.keys.reset()
+        self._requests.clear()
 
     def _control_operations(self) -> dict[str, Any]:
         return {
             "health": lambda: {"ok": True},
             "seed_model": self.seed_model,
+            "create_team": self.create_team,
+            "add_api_key": self.add_api_key,
+            "revoke_api_key": self.revoke_api_key,
             "seed_deployment": self.seed_deployment,
             "seed_environment": self.seed_environment,
             "fail_deployment": self.fail_deployment,
@@ -213,9 +256,11 @@ class BasetenSimulator:
             "deactivate": self.deactivate,
             "ui_update_environment": self.ui_update_environment,
             "inject_fault": self.inject_fault,
+            "clear_faults": self.clear_faults,
             "configure_rate_limits": self.configure_rate_limits,
             "tick": self.tick,
             "audit_log": self.audit_log,
+            "request_log": self.request_log,
             "uploaded_files": self.uploaded_files,
             "reset": self.reset,
         }

@@ -6,16 +6,19 @@ from datetime import UTC, datetime
 from typing import Any
 
 from baseten_operator.sim.baseten.records import (
+    DEFAULT_TEAM_ID,
+    DEFAULT_TEAM_NAME,
     SERVING_STATUSES,
     Deployment,
     Environment,
     InstanceType,
     Model,
     Promotion,
+    Team,
 )
 
-TEAM_ID = "simteam"
-TEAM_NAME = "Sim Team"
+TEAM_ID = DEFAULT_TEAM_ID
+TEAM_NAME = DEFAULT_TEAM_NAME
 NO_BACKPRESSURE: dict[str, Any] = {"policy": None}
 
 
@@ -110,7 +113,18 @@ def environment_view(
     }
 
 
-def model_view(model: Model, production: Deployment | None, latest: Deployment | None) -> dict:
+def team_view(team: Team) -> dict:
+    return {
+        "id": team.id,
+        "name": team.name,
+        "default": team.default,
+        "created_at": timestamp(team.created_at),
+    }
+
+
+def model_view(
+    model: Model, production: Deployment | None, latest: Deployment | None, team_name: str
+) -> dict:
     shown = production or latest
     return {
         "id": model.id,
@@ -120,5 +134,5 @@ def model_view(model: Model, production: Deployment | None, latest: Deployment |
         "production_deployment_id": production.id if production else None,
         "development_deployment_id": None,
         "instance_type_name": (shown.instance_type if shown else InstanceType()).name,
-        "team_name": TEAM_NAME,
+        "team_name": team_name,
     }

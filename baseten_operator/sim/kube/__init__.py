@@ -3,9 +3,12 @@
 It serves what the operator, the official `kubernetes` Python client and `kubectl` use:
 core/v1 namespaces, configmaps, secrets and events, events.k8s.io/v1 events,
 coordination.k8s.io/v1 leases, CustomResourceDefinitions and the custom resources they
-define (plus ServiceAccounts, Services, Pods, Deployments and RBAC kinds, stored only, so
-install manifests apply), with discovery, resourceVersions, watches, patches, finalizers, status
-subresources, dry runs and table output (see shared/reference/kube-api-emulation.md).
+define (plus ServiceAccounts, Services, Pods, Deployments, PodDisruptionBudgets, NetworkPolicies
+and RBAC kinds, stored only, so install manifests apply), with discovery, resourceVersions,
+watches, patches, finalizers, status subresources, dry runs and table output (see
+docs/kube-emulation.md). Request bodies are JSON or YAML, and protobuf for Secrets and
+DeleteOptions (what client-go's typed clients send, Helm's release storage among them;
+protobuf.py).
 
     server = KubeApiServer()            # host="127.0.0.1", port=0 (ephemeral)
     url = server.start()
@@ -31,6 +34,8 @@ Fault injection, in process or as JSON over HTTP (`POST /_sim/faults`):
     server.clear_faults()                {"action": "clear"}
     server.reset()                       {"action": "reset"}  (fresh state, faults cleared)
 `GET /_sim/state` answers {"resourceVersion": "...", "watches": <open watch streams>}.
+`GET /_sim/writes?since=N` lists every write request received (verb, resource, namespace, name,
+subresource, User-Agent, time) from index N on; `server.writes` is the same log in process.
 
 `stop()` hangs up on every client; a later `start()` serves the same state on the same port
 (an API server outage). `/openapi/v3` advertises `fieldValidation` so kubectl leaves validation
@@ -41,6 +46,10 @@ Deliberate simplifications: server-side apply is a merge of the applied configur
 field ownership); no garbage collection by ownerReferences; no authentication or RBAC;
 namespace and CRD deletion drain their contents synchronously; the clock given to the
 server stamps objects, while watch timeouts and bookmarks follow real time.
+
+Must not import the operator (`api`, `baseten`, `truss`, `controller`, `sandbox`, `cli`,
+`main`): it emulates Kubernetes, not this project. From `runtime` only the clock
+and the bounded HTTP server (httpserver.py).
 """
 
 from .server import KubeApiServer

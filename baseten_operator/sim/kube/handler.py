@@ -14,19 +14,22 @@ import threading
 import time
 from dataclasses import dataclass
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
 import structlog
 import yaml
 
-from . import errors, openapi, tables
+from baseten_operator.runtime.httpserver import BoundedHTTPServer, ConnectionLimits
+
+from . import errors, openapi, protobuf, tables
 from .errors import ApiError
 from .resources import ResourceType
 from .selectors import FieldSelector, LabelSelector
 from .store import PATCH_TYPES
 from .watch import Delivery, Watcher
+from .writelog import WRITE_VERBS
 
 if TYPE_CHECKING:
     from .server import KubeApiServer
@@ -39,8 +42,9 @@ DEFAULT_WATCH_TIMEOUT = 1800.0
 LIVENESS_CHECK_INTERVAL = 1.0
 PROTOBUF_MESSAGE = (
     "the body of the request was in an unknown format - accepted media types include: "
-    "application/json, application/yaml (this Kubernetes API emulator does not read protobuf; "
-    "`kubectl create <generator>` sends protobuf: write a manifest and use `kubectl apply -f`)"
+    "application/json, application/yaml (this Kubernetes API emulator reads protobuf only for "
+    "Secrets, DeleteOptions and TokenRequests ({reason}); `kubectl create <generator>` sends "
+    "protobuf: write a manifest and use `kubectl apply -f`)"
 )
 VERSION_INFO = {
     "major": "1",
@@ -55,8 +59,13 @@ VERSION_INFO = {
 }
 
 
-class KubeHTTPServer(ThreadingHTTPServer):
-    daemon_threads = True
+# Every informer and kubectl watch holds a connection for as long as it runs (a watch
+# writes and never reads, so the idle timeout does not end it); idle keep-alive
+# connections are closed after two minutes, as kube-apiserver's idle timeout does.
+LIMITS = ConnectionLimits(max_connections=1024, idle_timeout=120.0)
+
+
+class KubeHTTPServer(BoundedHTTPServer):
     request_queue_size = 1024
     allow_reuse_address = True
 
@@ -64,7 +73,7 @@ class KubeHTTPServer(ThreadingHTTPServer):
         self.api = api
         self._open: set[socket.socket] = set()
         self._open_lock = threading.Lock()
-        super().__init__(address, KubeRequestHandler)
+        super().__init__(address, KubeRequestHandler, limits=LIMITS)
 
     def process_request(self, request: Any, client_address: Any) -> None:
         with self._open_lock:
@@ -83,10 +92,6 @@ class KubeHTTPServer(ThreadingHTTPServer):
         for connection in connections:
             with contextlib.suppress(OSError):
                 connection.shutdown(socket.SHUT_RDWR)
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        # A client hanging up mid-request is routine (watch readers do it all the time).
-        log.debug("connection error", client=client_address, exc_info=True)
 
 
 @dataclass(frozen=True)
@@ -177,7 +182,10 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
     def _parse_body(self, raw: bytes) -> Any:
         content_type = (self.headers.get("Content-Type") or "application/json").lower()
         if "protobuf" in content_type:
-            raise errors.unsupported_media_type(PROTOBUF_MESSAGE)
+            try:
+                return protobuf.decode(raw) if raw else None
+            except protobuf.ProtobufError as exc:
+                raise errors.unsupported_media_type(PROTOBUF_MESSAGE.format(reason=exc)) from None
         if not raw:
             return None
         try:
@@ -194,7 +202,7 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
         try:
             raw = self._read_body()
             if url.path.startswith("/_sim/"):
-                self._sim(method, url.path, raw)
+                self._sim(method, url.path, query, raw)
                 return
             if api.faults.latency > 0:
                 time.sleep(api.faults.latency)
@@ -213,12 +221,15 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
 
     # ---- the fault-injection API ---------------------------------------------------
 
-    def _sim(self, method: str, path: str, raw: bytes) -> None:
+    def _sim(self, method: str, path: str, query: dict[str, str], raw: bytes) -> None:
         api = self.server.api
         if path == "/_sim/state" and method == "GET":
             self._send_json(
                 200, {"resourceVersion": str(api.store.rv), "watches": api.watch_count()}
             )
+        elif path == "/_sim/writes" and method == "GET":
+            since = int(query.get("since") or 0)
+            self._send_json(200, api.writes.entries(since))
         elif path == "/_sim/faults" and method == "POST":
             try:
                 payload = json.loads(raw or b"{}")
@@ -256,7 +267,19 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
             self._found(document)
             return
         target = self._resolve(group, version, rest)
+        if target.rt.review or target.subresource == "token":
+            self._answer_review(method, target, raw)
+            return
         verb = _verb(method, target, query)
+        if verb in WRITE_VERBS:
+            api.writes.record(
+                verb=verb,
+                resource=target.rt.plural,
+                namespace=target.namespace,
+                name=target.name,
+                subresource=target.subresource,
+                user_agent=self.headers.get("User-Agent"),
+            )
         failure = api.faults.failure_for(verb, target.rt.plural, target.rt.group)
         if failure is not None:
             raise failure
@@ -315,16 +338,39 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
             raise _no_such_path()
         name = rest[1] if len(rest) > 1 else None
         subresource = rest[2] if len(rest) > 2 else None
-        if subresource is not None and (subresource != "status" or not rt.status_subresource):
+        if subresource is not None and not (
+            (subresource == "status" and rt.status_subresource)
+            or any(subresource == extra for extra, _, _ in rt.create_subresources)
+        ):
             raise _no_such_path()
         if rt.namespaced and name is not None and namespace is None:
             raise _no_such_path()
         return Target(rt, namespace, name, subresource)
 
+    # ---- the review APIs (auth.py) ---------------------------------------------------
+
+    def _answer_review(self, method: str, target: Target, raw: bytes) -> None:
+        if method != "POST":
+            raise errors.method_not_allowed(f"{method} is not allowed here: only create")
+        auth = self.server.api.auth
+        if target.subresource == "token":
+            assert target.namespace is not None and target.name is not None
+            # `kubectl create token` sends its TokenRequest only as protobuf (protobuf.py).
+            body = self._parse_body(raw)
+            self._send_json(201, auth.request_token(target.namespace, target.name, body))
+        elif target.rt.plural == "tokenreviews":
+            self._send_json(201, auth.review_token(self._parse_body(raw)))
+        else:
+            self._send_json(201, auth.review_access(self._parse_body(raw)))
+
     # ---- verbs ---------------------------------------------------------------------
 
     def _wants_table(self) -> bool:
         return "as=Table" in (self.headers.get("Accept") or "")
+
+    def _wants_metadata(self) -> bool:
+        """`as=PartialObjectMetadata` (and `...List`): metadata-only clients (informers)."""
+        return "as=PartialObjectMetadata" in (self.headers.get("Accept") or "")
 
     def _respond_object(self, code: int, rt: ResourceType, obj: Obj, query: dict[str, str]) -> None:
         if self._wants_table():
@@ -334,6 +380,8 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
             obj = tables.table(
                 rt, [obj], now, include=include, list_metadata={"resourceVersion": rv}
             )
+        elif self._wants_metadata():
+            obj = tables.partial_metadata(obj)
         self._send_json(code, obj)
 
     def _get(self, target: Target, query: dict[str, str], raw: bytes) -> None:
@@ -357,6 +405,8 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
             listed = tables.table(
                 rt, listed["items"], now, include=include, list_metadata=listed["metadata"]
             )
+        elif self._wants_metadata():
+            listed = tables.partial_metadata_list(listed["items"], listed["metadata"])
         self._send_json(200, listed)
 
     def _create(self, target: Target, query: dict[str, str], raw: bytes) -> None:
@@ -533,8 +583,9 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
         self, rt: ResourceType, delivery: Delivery, query: dict[str, str], first: bool
     ) -> bytes:
         table = self._wants_table() and delivery.type != "BOOKMARK"
+        metadata = self._wants_metadata()
         cache_key = (delivery.type, rt.api_version)
-        source = None if table else delivery.source
+        source = None if table or metadata else delivery.source
         if source is not None and cache_key in source.encoded:
             return source.encoded[cache_key]
         obj = rt.from_storage(delivery.obj)
@@ -545,6 +596,8 @@ class KubeRequestHandler(BaseHTTPRequestHandler):
                 rt, [obj], self.server.api.clock.now(), include=include, list_metadata=rv,
                 with_columns=first,
             )  # fmt: skip
+        elif metadata:
+            obj = tables.partial_metadata(obj)
         line = json.dumps({"type": delivery.type, "object": obj}, separators=(",", ":")).encode()
         encoded = line + b"\n"
         if source is not None:

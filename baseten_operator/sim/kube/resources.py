@@ -68,6 +68,11 @@ class ResourceType:
     # convert(obj, target_api_version).
     convert: Converter = field(default=_rewrite_api_version, compare=False)
     crd_name: str | None = None
+    verbs: tuple[str, ...] = tuple(VERBS)
+    # Subresources that only take a create (serviceaccounts/token): (name, group, kind).
+    create_subresources: tuple[tuple[str, str, str], ...] = ()
+    # Nothing is stored: a create is answered and forgotten (TokenReview and the like).
+    review: bool = False
 
     @property
     def api_version(self) -> str:
@@ -102,7 +107,7 @@ class ResourceType:
             "singularName": self.singular or self.kind.lower(),
             "namespaced": self.namespaced,
             "kind": self.kind,
-            "verbs": VERBS,
+            "verbs": list(self.verbs),
         }
         if self.short_names:
             entry["shortNames"] = list(self.short_names)
@@ -119,11 +124,25 @@ class ResourceType:
                     "verbs": ["get", "patch", "update"],
                 }
             )
+        for name, group, kind in self.create_subresources:
+            entries.append(
+                {
+                    "name": f"{self.plural}/{name}",
+                    "singularName": "",
+                    "namespaced": self.namespaced,
+                    "group": group,
+                    "version": "v1",
+                    "kind": kind,
+                    "verbs": ["create"],
+                }
+            )
         return entries
 
 
 CRD_GROUP = "apiextensions.k8s.io"
 RBAC_GROUP = "rbac.authorization.k8s.io"
+AUTHENTICATION_GROUP = "authentication.k8s.io"
+AUTHORIZATION_GROUP = "authorization.k8s.io"
 
 EVENT_COLUMNS = (
     PrinterColumn("Last Seen", "date", ".lastTimestamp"),
@@ -146,7 +165,8 @@ BUILTINS: tuple[ResourceType, ...] = (
     ResourceType("coordination.k8s.io", "v1", "leases", "Lease",
                  columns=(PrinterColumn("Holder", "string", ".spec.holderIdentity"), AGE_COLUMN)),
     # Stored only (no controllers, no kubelet), so that install manifests apply as they would.
-    ResourceType("", "v1", "serviceaccounts", "ServiceAccount", short_names=("sa",)),
+    ResourceType("", "v1", "serviceaccounts", "ServiceAccount", short_names=("sa",),
+                 create_subresources=(("token", AUTHENTICATION_GROUP, "TokenRequest"),)),
     ResourceType("", "v1", "services", "Service", short_names=("svc",), categories=("all",),
                  status_subresource=True, columns=(
                      PrinterColumn("Type", "string", ".spec.type"),
@@ -160,10 +180,19 @@ BUILTINS: tuple[ResourceType, ...] = (
                      PrinterColumn("Up-To-Date", "integer", ".status.updatedReplicas"),
                      PrinterColumn("Available", "integer", ".status.availableReplicas"),
                      AGE_COLUMN)),
+    ResourceType("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget",
+                 short_names=("pdb",), status_subresource=True),
+    ResourceType("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy",
+                 short_names=("netpol",)),
     ResourceType(RBAC_GROUP, "v1", "roles", "Role"),
     ResourceType(RBAC_GROUP, "v1", "rolebindings", "RoleBinding"),
     ResourceType(RBAC_GROUP, "v1", "clusterroles", "ClusterRole", namespaced=False),
     ResourceType(RBAC_GROUP, "v1", "clusterrolebindings", "ClusterRoleBinding", namespaced=False),
+    # Answered from the tokens the emulator issued and its RBAC objects (auth.py).
+    ResourceType(AUTHENTICATION_GROUP, "v1", "tokenreviews", "TokenReview", namespaced=False,
+                 verbs=("create",), review=True),
+    ResourceType(AUTHORIZATION_GROUP, "v1", "subjectaccessreviews", "SubjectAccessReview",
+                 namespaced=False, verbs=("create",), review=True),
     ResourceType(CRD_GROUP, "v1", "customresourcedefinitions", "CustomResourceDefinition",
                  namespaced=False, short_names=("crd", "crds"), categories=("api-extensions",),
                  status_subresource=True, generation=True),

@@ -11,9 +11,11 @@ import yaml
 
 from baseten_operator.runtime.clock import Clock, RealClock
 
+from .auth import ADMIN_TOKEN, Authority
 from .faults import Faults
 from .handler import KubeHTTPServer
 from .store import Store
+from .writelog import WriteLog
 
 log = structlog.get_logger(__name__)
 
@@ -36,6 +38,8 @@ class KubeApiServer:
         self.bookmark_interval = bookmark_interval
         self.store = Store(self.clock, history_limit)
         self.faults = Faults()
+        self.auth = Authority(self.store)
+        self.writes = WriteLog()
         self._httpd: KubeHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -81,7 +85,7 @@ class KubeApiServer:
             "apiVersion": "v1",
             "kind": "Config",
             "clusters": [{"name": "sim", "cluster": {"server": self.url}}],
-            "users": [{"name": "sim", "user": {"token": "sim-token"}}],
+            "users": [{"name": "sim", "user": {"token": ADMIN_TOKEN}}],
             "contexts": [
                 {
                     "name": "sim",
@@ -128,6 +132,7 @@ class KubeApiServer:
     def reset(self) -> None:
         self.clear_faults()
         self.store.reset()
+        self.writes.clear()
 
     def watch_count(self) -> int:
         return self.store.watch_count()

@@ -360,6 +360,8 @@ class Store:
             self._apply_schema(rt, obj, old, strict)
         if rt.storage_key == ("", "namespaces"):
             _prepare_namespace(obj)
+        elif rt.storage_key == ("", "secrets"):
+            _prepare_secret(obj)
         elif rt.storage_key == CRD_TYPE_KEY:
             prepare_crd(obj, old, rfc3339(self.clock))
         elif rt.crd_name is not None and old is None:
@@ -692,6 +694,17 @@ def _pruned_paths(before: Any, after: Any, path: str) -> Iterator[str]:
     elif isinstance(before, list) and isinstance(after, list) and len(before) == len(after):
         for index, (old, new) in enumerate(zip(before, after, strict=True)):
             yield from _pruned_paths(old, new, f"{path}[{index}]")
+
+
+def _prepare_secret(obj: Obj) -> None:
+    """As the API server does: `stringData` is a write-only convenience, merged into `data`
+    (base64) and never stored."""
+    string_data = obj.pop("stringData", None) or {}
+    if string_data:
+        data = obj.setdefault("data", {}) or {}
+        for key, value in string_data.items():
+            data[key] = base64.b64encode(str(value).encode()).decode()
+        obj["data"] = data
 
 
 def _prepare_namespace(obj: Obj) -> None:

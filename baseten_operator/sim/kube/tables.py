@@ -145,12 +145,26 @@ def row(rt: ResourceType, obj: Obj, now: float, include: str) -> Obj:
     elif include == "None":
         shown = None
     else:
-        shown = {
-            "kind": "PartialObjectMetadata",
-            "apiVersion": "meta.k8s.io/v1",
-            "metadata": obj.get("metadata", {}),
-        }
+        shown = partial_metadata(obj)
     return {"cells": cells, "object": shown}
+
+
+def partial_metadata(obj: Obj) -> Obj:
+    """What `as=PartialObjectMetadata` answers: the object's metadata alone."""
+    return {
+        "kind": "PartialObjectMetadata",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": obj.get("metadata", {}),
+    }
+
+
+def partial_metadata_list(objs: list[Obj], list_metadata: Obj) -> Obj:
+    return {
+        "kind": "PartialObjectMetadataList",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": list_metadata,
+        "items": [partial_metadata(obj) for obj in objs],
+    }
 
 
 def table(

@@ -18,7 +18,7 @@ from baseten_operator.runtime.clock import FakeClock
 from baseten_operator.sim.baseten import BasetenSimulator
 
 API_KEY = "sim-test-key"
-# The component schemas of reference/baseten-management-openapi.json that the simulator
+# The component schemas of Baseten's published OpenAPI spec (docs/baseten-api.md) that the simulator
 # answers with, copied verbatim (the full spec lives outside the repository).
 SPEC_PATH = Path(__file__).with_name("baseten-openapi-subset.json")
 SPEC_URI = "urn:baseten-openapi"

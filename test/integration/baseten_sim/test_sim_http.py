@@ -124,6 +124,31 @@ def test_injected_faults(sim: BasetenSimulator, http: requests.Session) -> None:
     assert http.get(f"{url}/{mid}/environments").json() == {"environments": []}
 
 
+def test_partial_and_unacknowledging_answers(sim: BasetenSimulator, http: requests.Session) -> None:
+    mid = sim.seed_model("m")["id"]
+    dep = sim.seed_deployment(mid, "build-1")
+    sim.seed_environment(mid, "production", current_deployment_id=dep["id"])
+    url = f"{sim.api_url}/models/{mid}"
+    sim.inject_fault(
+        "list_environments",
+        "omit",
+        1,
+        fields=["environments.*.autoscaling_settings", "environments.*.current_deployment.status"],
+    )
+    [env] = http.get(f"{url}/environments").json()["environments"]
+    assert "autoscaling_settings" not in env
+    assert "status" not in env["current_deployment"]
+    assert env["current_deployment"]["name"] == "build-1"
+    assert "autoscaling_settings" in http.get(f"{url}/environments").json()["environments"][0]
+
+    sim.inject_fault("delete_model", "body", 2, body={"error": "model is locked"})
+    refused = http.delete(url)
+    assert (refused.status_code, refused.json()) == (200, {"error": "model is locked"})
+    sim.clear_faults()
+    assert http.get(url).status_code == 200  # the operation did not happen
+    assert http.delete(url).json() == {"id": mid, "deleted": True}
+
+
 def test_faults_on_the_push_path(sim: BasetenSimulator, http: requests.Session) -> None:
     sim.inject_fault("graphql:create_model_from_truss", "5xx", 1)
     teams = http.post(f"{sim.url}/graphql", json={"query": "query Teams { teams { id } }"})
@@ -223,3 +248,30 @@ def test_concurrent_promotions_admit_exactly_one(sim: BasetenSimulator) -> None:
     with ThreadPoolExecutor(len(deployments)) as pool:
         codes = sorted(pool.map(promote, deployments))
     assert codes == [200] + [409] * 7
+
+
+def test_logs_keep_the_user_agent_and_every_request(
+    sim: BasetenSimulator, http: requests.Session
+) -> None:
+    """The User-Agent tells operator replicas apart; the request log has reads and faulted calls."""
+    mid = sim.seed_model("m")["id"]
+    http.headers["User-Agent"] = "baseten-operator/0.1 (host_abc)"
+    http.get(f"{sim.api_url}/models/{mid}")
+    sim.inject_fault("delete_model", "5xx", 1)
+    http.delete(f"{sim.api_url}/models/{mid}")
+    http.delete(f"{sim.api_url}/models/{mid}")
+    assert [(e["method"], e["user_agent"]) for e in sim.audit_log()] == [
+        ("DELETE", "baseten-operator/0.1 (host_abc)")
+    ]
+    requested = [(e["method"], e["path"], e["fault"]) for e in sim.request_log()]
+    assert requested == [
+        ("GET", f"/v1/models/{mid}", None),
+        ("DELETE", f"/v1/models/{mid}", "5xx"),
+        ("DELETE", f"/v1/models/{mid}", None),
+    ]
+    assert {e["user_agent"] for e in sim.request_log()} == {"baseten-operator/0.1 (host_abc)"}
+    later = requests.get(f"{sim.url}/_sim/request_log", params={"since": 2}, timeout=5).json()
+    assert [e["method"] for e in later] == ["DELETE"]
+    sim.inject_fault("*", "5xx", 5)
+    requests.post(f"{sim.url}/_sim/clear_faults", json={}, timeout=5).raise_for_status()
+    assert http.get(f"{sim.api_url}/models").status_code == 200

@@ -574,11 +574,12 @@ def _try_create(kube, res, namespace, suffix) -> bool:
 def test_builtin_namespaces_and_kinds(kube, namespace):
     names = _names(kube.list(kube.NAMESPACES))
     assert {"default", "kube-system", "kube-public", "kube-node-lease"} <= set(names)
-    kube.create(
+    secret = kube.create(
         kube.SECRETS,
         {"metadata": {"name": "s"}, "stringData": {"a": "b"}, "type": "Opaque"},
         namespace,
     )
+    assert secret["data"] == {"a": "Yg=="} and "stringData" not in secret  # merged, base64
     lease = kube.create(
         kube.LEASES, {"metadata": {"name": "l"}, "spec": {"holderIdentity": "me"}}, namespace
     )

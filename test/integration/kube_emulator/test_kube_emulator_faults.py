@@ -60,6 +60,21 @@ def test_fault_api_over_http(kube, emulator, namespace):
     assert unknown.value.status == 400
 
 
+def test_write_log_keeps_every_write_with_its_user_agent(kube, emulator, namespace):
+    first = len(kube.call("GET", "/_sim/writes"))
+    emulator.fail_next(1, 500, verb="delete", resource="configmaps")
+    kube.create(kube.CONFIGMAPS, _cm("w"), namespace)
+    kube.get(kube.CONFIGMAPS, "w", namespace)
+    with pytest.raises(kube.Error):
+        kube.call("DELETE", kube.CONFIGMAPS.path(namespace, "w"))
+    writes = kube.call("GET", "/_sim/writes", query={"since": first})
+    assert [(w["verb"], w["resource"], w["namespace"], w["name"]) for w in writes] == [
+        ("create", "configmaps", namespace, None),
+        ("delete", "configmaps", namespace, "w"),
+    ]
+    assert {w["user_agent"] for w in writes} == {kube.api.user_agent}
+
+
 def test_dropped_watches_end_abruptly_and_graceful_ones_cleanly(kube, emulator, namespace):
     abrupt = kube.watch(kube.CONFIGMAPS, namespace)
     kube.eventually(lambda: emulator.watch_count() >= 1)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import queue
 import shutil
 import subprocess
@@ -213,6 +214,15 @@ def test_configmaps_apply_and_protobuf_generators_get_advice(kubectl, tmp_path):
     assert generated.returncode != 0 and "kubectl apply -f" in generated.stderr
 
 
+def test_secret_generators_send_protobuf_the_emulator_reads(kubectl):
+    # `kubectl create secret` (like Helm's release storage) sends a protobuf Secret.
+    kubectl("create", "secret", "generic", "gen", "--from-literal=api-key=s3cret")
+    secret = yaml.safe_load(kubectl("get", "secret", "gen", "-o", "yaml"))
+    assert secret["data"] == {"api-key": base64.b64encode(b"s3cret").decode()}
+    kubectl("delete", "secret", "gen")
+    assert kubectl.run("get", "secret", "gen").returncode != 0
+
+
 def test_apply_rejects_a_typo_in_a_manifest(kubectl, tmp_path):
     manifest = tmp_path / "typo.yaml"
     manifest.write_text(CR.format(name="typo", size=2).replace("color: red", "colour: red"))
@@ -275,3 +285,107 @@ def test_install_manifests_apply_and_reapply(kubectl, tmp_path, namespace):
     ]
     assert deployment["metadata"]["generation"] == 2
     kubectl("delete", "-f", str(manifest))
+
+
+RBAC = """\
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: {reader}
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: {stranger}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: {reader}-metrics
+rules:
+- nonResourceURLs: ["/metrics"]
+  verbs: ["get"]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: {reader}-metrics
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: {reader}-metrics
+subjects:
+- kind: ServiceAccount
+  name: {reader}
+  namespace: {namespace}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: {reader}-configmaps
+rules:
+- apiGroups: [""]
+  resources: ["configmaps"]
+  resourceNames: ["settings"]
+  verbs: ["get", "watch"]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: {reader}-configmaps
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: Role
+  name: {reader}-configmaps
+subjects:
+- kind: ServiceAccount
+  name: {reader}
+  namespace: {namespace}
+"""
+
+
+def _review(kubectl: Kubectl, kind: str, spec: dict[str, Any]) -> dict[str, Any]:
+    group = "authentication.k8s.io" if kind == "TokenReview" else "authorization.k8s.io"
+    body = {"apiVersion": f"{group}/v1", "kind": kind, "spec": spec}
+    status: dict[str, Any] = yaml.safe_load(
+        kubectl("create", "-f", "-", "-o", "yaml", stdin=yaml.safe_dump(body))
+    )["status"]
+    return status
+
+
+def test_service_account_tokens_are_reviewed_and_authorized_from_rbac_objects(
+    kubectl: Kubectl, namespace: str
+) -> None:
+    kubectl("apply", "-f", "-", stdin=RBAC.format(reader="reader", stranger="stranger",
+                                                 namespace=namespace))  # fmt: skip
+    token = kubectl("create", "token", "reader", "--duration=1h").strip()
+    stranger_token = kubectl("create", "token", "stranger").strip()
+    assert token and token != stranger_token
+
+    reviewed = _review(kubectl, "TokenReview", {"token": token})
+    user = f"system:serviceaccount:{namespace}:reader"
+    assert reviewed["authenticated"] is True
+    assert reviewed["user"]["username"] == user
+    assert f"system:serviceaccounts:{namespace}" in reviewed["user"]["groups"]
+    assert _review(kubectl, "TokenReview", {"token": "forged"})["authenticated"] is False
+
+    def allowed(who: str, **attributes: Any) -> bool:
+        key = "nonResourceAttributes" if "path" in attributes else "resourceAttributes"
+        status = _review(kubectl, "SubjectAccessReview", {"user": who, key: attributes})
+        return bool(status["allowed"])
+
+    stranger = f"system:serviceaccount:{namespace}:stranger"
+    assert allowed(user, verb="get", path="/metrics")
+    assert not allowed(user, verb="get", path="/metrics/extra")
+    assert not allowed(stranger, verb="get", path="/metrics")
+    cm = {"group": "", "resource": "configmaps", "namespace": namespace}
+    assert allowed(user, verb="get", name="settings", **cm)
+    assert not allowed(user, verb="get", name="other", **cm)
+    assert not allowed(user, verb="delete", name="settings", **cm)
+    assert not allowed(user, verb="get", name="settings", **{**cm, "namespace": "elsewhere"})
+
+    # A token lives only as long as its ServiceAccount.
+    kubectl("delete", "serviceaccount", "reader")
+    assert _review(kubectl, "TokenReview", {"token": token})["authenticated"] is False
+    failed = kubectl.run("create", "token", "reader")
+    assert failed.returncode != 0 and "not found" in failed.stderr

@@ -78,6 +78,23 @@ def test_initial_sync_then_live_events(
     ]
 
 
+def test_a_metadata_only_informer_caches_no_data(
+    kube: Any, namespace: str, start_informer: Callable, wait_until: Callable
+) -> None:
+    kube.create(CONFIGMAPS, configmap("listed", namespace, secret="listed-data"))
+    informer, events = start_informer(metadata_only=True)
+    kube.create(
+        CONFIGMAPS,
+        {**configmap("watched", namespace, secret="watched-data"), "metadata": {
+            "name": "watched", "namespace": namespace, "annotations": {"a": "1"}}},
+    )  # fmt: skip
+    wait_until(lambda: ("add", "watched") in events.snapshot())
+    listed, watched = informer.get(namespace, "listed"), informer.get(namespace, "watched")
+    assert listed["kind"] == watched["kind"] == "PartialObjectMetadata"
+    assert "data" not in listed and "data" not in watched
+    assert watched["metadata"]["annotations"] == {"a": "1"}
+
+
 def test_watch_timeout_resumes_without_relisting(
     kube: Any, namespace: str, start_informer: Callable, wait_until: Callable
 ) -> None:

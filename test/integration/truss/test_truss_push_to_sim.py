@@ -24,7 +24,7 @@ SAMPLES = Path(__file__).parents[3] / "config" / "samples"
 
 
 def shipped_sample() -> tuple[str, dict[str, Any], str]:
-    """The complete sample CR as shipped (the seed's complete example) and its setup script."""
+    """The complete sample CR as shipped (README.md's complete example) and its setup script."""
     cr = yaml.safe_load((SAMPLES / "models_v1alpha1_basetenmodel_complete.yaml").read_text())
     configmap = yaml.safe_load((SAMPLES / "setup_configmap.yaml").read_text())
     config = cr["spec"]["trussConfig"]
@@ -108,3 +108,29 @@ def test_second_push_adds_a_deployment_to_the_existing_model(simulator: Any) -> 
     assert [d["id"] for d in deployments_named(simulator, model["id"], name)] == [
         outcome.deployment_id
     ]
+
+
+def test_a_push_with_a_team_key_creates_the_model_in_that_team(simulator: Any) -> None:
+    team = simulator.create_team("search")
+    simulator.add_api_key("search-key", "search", team="search")
+    simulator.seed_model(MODEL_NAME)  # the same name in the default team is not the model
+    config = copy.deepcopy(COMPLETE_CONFIG)
+    del config["setupScript"]
+    request = PushRequest(
+        "search/m",
+        MODEL_NAME,
+        deployment_name(config, ""),
+        config,
+        "",
+        model_id=None,
+        api_key="search-key",
+        team_id=team["id"],
+    )
+
+    outcome = push(simulator, request)
+
+    assert outcome.succeeded, outcome.error
+    assert simulator.engine.team_of_model(outcome.model_id) == team["id"]
+    pushes = [e for e in simulator.audit_log() if e["endpoint"].startswith("graphql:")]
+    assert {e["key"] for e in pushes} == {"search"}
+    assert "search-key" not in str(simulator.audit_log())

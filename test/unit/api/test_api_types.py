@@ -1,4 +1,4 @@
-"""BEHAVIOR.md section 1: the resource's shape, bounds and defaults as pydantic types."""
+"""docs/contract.md section 1: the resource's shape, bounds and defaults as pydantic types."""
 
 from __future__ import annotations
 
@@ -245,4 +245,7 @@ def test_event_types_follow_section_10() -> None:
         "OrphanDeploymentsDeleted", "DeploymentRetried", "ModelDeleted",
     }  # fmt: skip
     assert {r.value for r in EventReason if event_type(r) == "Normal"} == normal
-    assert len([r for r in EventReason if event_type(r) == "Warning"]) == 14
+    # 14 of section 10, and issue 12's tenancy warnings.
+    warnings = {r.value for r in EventReason if event_type(r) == "Warning"}
+    assert len(warnings) == 16
+    assert {"EnvironmentConflict", "PolicyViolation"} <= warnings

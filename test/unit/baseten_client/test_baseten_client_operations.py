@@ -124,14 +124,6 @@ def test_delete_model(client: BasetenClient, rsps: responses.RequestsMock, base_
     assert sent(rsps).path_url == f"/v1/models/{MODEL_Q}"
 
 
-def test_delete_model_reporting_not_deleted_is_an_error(
-    client: BasetenClient, rsps: responses.RequestsMock, base_url: str
-) -> None:
-    rsps.delete(f"{base_url}/models/m1", json={"id": "m1", "deleted": False})
-    with pytest.raises(BasetenAPIError, match="deleted=false"):
-        client.delete_model("m1")
-
-
 def test_list_deployments_with_and_without_name(
     client: BasetenClient, rsps: responses.RequestsMock, base_url: str, api_json: Any
 ) -> None:
@@ -156,7 +148,8 @@ def test_deployment_parse_keeps_unknown_status_and_defaults(
     deployment = client.get_deployment("m1", DEP)
     assert deployment.status == "HIBERNATING"
     assert deployment.created_at is None
-    assert deployment.active_replica_count == 0
+    # Absent is unknown, not zero (the fail-closed decisions refuse to act on it).
+    assert deployment.active_replica_count is None
     assert deployment.autoscaling_settings is None
     assert deployment.environment is None
 
@@ -218,14 +211,6 @@ def test_activate_and_deactivate_post_without_body(
     rsps.post(f"{base_url}/models/{MODEL_Q}/deployments/{DEP_Q}/{action}", json={"success": True})
     getattr(client, f"{action}_deployment")(MODEL, DEP)
     assert sent(rsps).body is None
-
-
-def test_activate_reporting_failure_is_an_error(
-    client: BasetenClient, rsps: responses.RequestsMock, base_url: str
-) -> None:
-    rsps.post(f"{base_url}/models/m1/deployments/d1/activate", json={"success": False})
-    with pytest.raises(BasetenAPIError, match="success=false"):
-        client.activate_deployment("m1", "d1")
 
 
 def test_retry_deployment(

@@ -1,4 +1,4 @@
-"""Spec -> payload and drift detection (BEHAVIOR.md 3.8)."""
+"""Spec -> payload and drift detection (docs/contract.md 3.8)."""
 
 from __future__ import annotations
 
@@ -133,7 +133,7 @@ def test_every_field_drifts_in_the_documented_order() -> None:
         "concurrencyTarget",
         "autoscalingWindow",
         "scaleDownDelay",
-        "targetUtilizationPercentage",
+        "targetUtilization",
     ]
     assert [c.field for c in drift.promotion] == [
         "redeployOnPromotion",
@@ -156,8 +156,22 @@ def test_missing_actual_values_count_as_zero_false_or_empty() -> None:
     assert actual["minReplicas"] == 0
     assert actual["redeployOnPromotion"] is False
     assert actual["promotionCleanupStrategy"] == ""
-    assert actual["rollingDeployStrategy"] == ""
-    assert actual["stabilizationTimeSeconds"] == 0
+    assert actual["rollingDeployStrategy"] is None
+    assert actual["stabilizationTimeSeconds"] is None
+
+
+def test_a_rolling_config_baseten_does_not_have_prints_no_old_value() -> None:
+    spec = {"promotionSettings": {"rollingDeployConfig": {"maxSurgePercent": 25}}}
+    without = detect_drift(spec, environment(None, {"rolling_deploy_config": None}))
+    assert [str(c) for c in without.changes] == ["maxSurgePercent →25"]
+    field_missing = detect_drift(spec, environment(None, {"rolling_deploy_config": {}}))
+    assert [str(c) for c in field_missing.changes] == ["maxSurgePercent 0→25"]
+
+
+def test_drift_names_are_the_go_operators() -> None:
+    spec = {"autoscaling": {"targetUtilizationPercentage": 70}}
+    drift = detect_drift(spec, environment({"target_utilization_percentage": 80}, None))
+    assert [str(c) for c in drift.changes] == ["targetUtilization 80→70"]
 
 
 def test_spec_values_equal_to_the_zero_of_a_missing_value_are_not_drift() -> None:
@@ -168,7 +182,7 @@ def test_spec_values_equal_to_the_zero_of_a_missing_value_are_not_drift() -> Non
             "rollingDeployConfig": {"maxSurgePercent": 0},
         },
     }
-    assert not detect_drift(spec, environment(None, {"rolling_deploy_config": None}))
+    assert not detect_drift(spec, environment(None, {"rolling_deploy_config": {}}))
 
 
 def test_only_spec_set_fields_are_compared() -> None:

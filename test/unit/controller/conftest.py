@@ -6,6 +6,7 @@ each other or this file.
 
 from __future__ import annotations
 
+import base64
 import copy
 import itertools
 from collections.abc import Callable
@@ -24,9 +25,13 @@ from baseten_operator.baseten.models import (
     ModelV1,
     PromotionSettingsV1,
     RetryResult,
+    TeamV1,
 )
+from baseten_operator.baseten.pool import BasetenClientPool
 from baseten_operator.controller.context import Dependencies
+from baseten_operator.controller.ownership import claim_index
 from baseten_operator.controller.reconciler import BasetenModelReconciler
+from baseten_operator.controller.tenancy import Tenancy
 from baseten_operator.controller.timing import Timing
 from baseten_operator.runtime.client import Conflict, NotFound
 from baseten_operator.runtime.clock import FakeClock
@@ -35,6 +40,7 @@ from baseten_operator.runtime.recorder import FakeRecorder
 from baseten_operator.truss.pusher import PushOutcome, PushRequest
 
 NAMESPACE = "default"
+OPERATOR_NAMESPACE = "baseten-system"
 NAME = "my-model"
 START = 1_767_225_600.0  # 2026-01-01T00:00:00Z
 
@@ -50,6 +56,8 @@ class FakeBaseten:
         {
             "find_model",
             "list_models",
+            "list_teams",
+            "list_team_models",
             "get_environment",
             "list_environments",
             "list_deployments",
@@ -67,6 +75,8 @@ class FakeBaseten:
         self.retry_result: RetryResult | None = None
         self.promote_result: DeploymentV1 | None = None
         self.ambiguous: list[str] | None = None
+        self.teams: dict[str, str] = {}  # team name -> id
+        self.model_teams: dict[str, str] = {}  # model id -> team id
         self._ids = itertools.count(1)
 
     # --- test setup ----------------------------------------------------------------------
@@ -74,9 +84,11 @@ class FakeBaseten:
     def fail(self, method: str, error: BasetenAPIError, times: int = 1) -> None:
         self.errors.setdefault(method, []).extend([error] * times)
 
-    def add_model(self, name: str = "my-llm", model_id: str = "m1") -> str:
+    def add_model(self, name: str = "my-llm", model_id: str = "m1", team: str | None = None) -> str:
         self.models[model_id] = ModelV1(id=model_id, name=name)
         self.deployments.setdefault(model_id, [])
+        if team is not None:
+            self.model_teams[model_id] = self.teams.setdefault(team, f"team-{team}")
         return model_id
 
     def add_deployment(
@@ -84,6 +96,15 @@ class FakeBaseten:
     ) -> DeploymentV1:
         fields.setdefault("id", f"d{next(self._ids)}")
         fields.setdefault("status", "ACTIVE")
+        # Members Baseten always sends (DeploymentV1 requires them); a test of a partial
+        # answer builds its deployment with DeploymentV1.model_validate instead.
+        for member, value in (
+            ("active_replica_count", 0),
+            ("is_production", False),
+            ("is_development", False),
+            ("environment", None),
+        ):
+            fields.setdefault(member, value)
         deployment = DeploymentV1(name=name, model_id=model_id, **fields)
         self.deployments.setdefault(model_id, []).append(deployment)
         return deployment
@@ -133,6 +154,22 @@ class FakeBaseten:
         if self.ambiguous:
             raise AmbiguousModelName(name, self.ambiguous)
         return next((m for m in self.models.values() if m.name == name), None)
+
+    def list_teams(self, name: str | None = None) -> list[TeamV1]:
+        self._enter("list_teams", name)
+        return [
+            TeamV1(id=team_id, name=team)
+            for team, team_id in self.teams.items()
+            if name is None or team == name
+        ]
+
+    def list_team_models(self, team_id: str, name: str | None = None) -> list[ModelV1]:
+        self._enter("list_team_models", team_id, name)
+        return [
+            model
+            for model_id, model in self.models.items()
+            if self.model_teams.get(model_id) == team_id and (name is None or model.name == name)
+        ]
 
     def delete_model(self, model_id: str) -> None:
         self._enter("delete_model", model_id)
@@ -301,14 +338,59 @@ class ConfigMaps:
     def __init__(self) -> None:
         self.items: dict[tuple[str, str], dict[str, Any]] = {}
 
-    def add(self, name: str, data: dict[str, str], namespace: str = NAMESPACE) -> None:
-        self.items[(namespace, name)] = {
-            "metadata": {"name": name, "namespace": namespace},
-            "data": data,
-        }
+    def add(
+        self,
+        name: str,
+        data: dict[str, str] | None = None,
+        namespace: str = NAMESPACE,
+        *,
+        binary_data: dict[str, str] | None = None,
+    ) -> None:
+        configmap: dict[str, Any] = {"metadata": {"name": name, "namespace": namespace}}
+        if data is not None:
+            configmap["data"] = data
+        if binary_data is not None:
+            configmap["binaryData"] = binary_data
+        self.items[(namespace, name)] = configmap
 
     def get(self, namespace: str | None, name: str) -> dict[str, Any] | None:
         return self.items.get((namespace or "", name))
+
+
+class Namespaces:
+    """The Namespace informer's cache: annotations only (what the operator reads)."""
+
+    def __init__(self) -> None:
+        self.items: dict[str, dict[str, Any]] = {}
+
+    def annotate(self, namespace: str, **annotations: str | None) -> None:
+        """Set (or, with None, remove) annotations; keys use `/`-less shorthands (see below)."""
+        meta = self.items.setdefault(namespace, {"metadata": {"name": namespace}})["metadata"]
+        current = meta.setdefault("annotations", {})
+        for short, value in annotations.items():
+            key = f"models.baseten.com/{short.replace('_', '-')}"
+            if value is None:
+                current.pop(key, None)
+            else:
+                current[key] = value
+
+    def get(self, namespace: str | None, name: str) -> dict[str, Any] | None:
+        return self.items.get(name)
+
+
+class Secrets:
+    def __init__(self) -> None:
+        self.items: dict[str, dict[str, Any]] = {}
+
+    def put(self, name: str, data: dict[str, str]) -> None:
+        encoded = {key: base64.b64encode(value.encode()).decode() for key, value in data.items()}
+        self.items[name] = {
+            "metadata": {"name": name, "namespace": OPERATOR_NAMESPACE},
+            "data": encoded,
+        }
+
+    def get(self, namespace: str | None, name: str) -> dict[str, Any] | None:
+        return self.items.get(name) if namespace == OPERATOR_NAMESPACE else None
 
 
 class FakePusher:
@@ -369,6 +451,11 @@ class Harness:
     pusher: FakePusher = field(default_factory=FakePusher)
     timing: Timing = field(default_factory=Timing)
     siblings: list[dict[str, Any]] = field(default_factory=list)
+    namespaces: Namespaces = field(default_factory=Namespaces)
+    secrets: Secrets = field(default_factory=Secrets)
+    # Clients of namespaces' own keys, by key: FakeBaseten instances made on demand.
+    keyed: dict[str, FakeBaseten] = field(default_factory=dict)
+    require_namespace_policy: bool = False
     jitter: float = 0.0
     # What the last pass did.
     writes: int = 0
@@ -391,8 +478,21 @@ class Harness:
             ],
             pusher=self.pusher,
             random=lambda: self.jitter,
+            tenancy=Tenancy(
+                namespaces=self.namespaces,
+                secrets=self.secrets,
+                pool=BasetenClientPool(self.baseten, self._client_for_key),
+                claimants=lambda value: [
+                    obj for obj in self.kube.objects.values() if value in claim_index(obj)
+                ],
+                operator_namespace=OPERATOR_NAMESPACE,
+                require_policy=self.require_namespace_policy,
+            ),
         )
         return BasetenModelReconciler(deps)
+
+    def _client_for_key(self, api_key: str) -> FakeBaseten:
+        return self.keyed.setdefault(api_key, FakeBaseten())
 
     # --- objects ---------------------------------------------------------------------------
 
@@ -404,6 +504,8 @@ class Harness:
         finalizer: bool = True,
         name: str = NAME,
         generation: int = 1,
+        namespace: str = NAMESPACE,
+        created: str | None = None,
         **spec_fields: Any,
     ) -> dict[str, Any]:
         body = (
@@ -421,27 +523,34 @@ class Harness:
             "kind": "BasetenModel",
             "metadata": {
                 "name": name,
-                "namespace": NAMESPACE,
+                "namespace": namespace,
                 "generation": generation,
                 "uid": f"uid-{name}",
                 "finalizers": [FINALIZER] if finalizer else [],
             },
             "spec": body,
         }
+        if created is not None:
+            obj["metadata"]["creationTimestamp"] = created
         if status is not None:
             obj["status"] = status
         return self.kube.put(obj)
 
-    def edit(self, change: Callable[[dict[str, Any]], None], name: str = NAME) -> None:
-        obj = self.kube.get(None, name, NAMESPACE)
+    def edit(
+        self,
+        change: Callable[[dict[str, Any]], None],
+        name: str = NAME,
+        namespace: str = NAMESPACE,
+    ) -> None:
+        obj = self.kube.get(None, name, namespace)
         change(obj)
-        self.kube.objects[(NAMESPACE, name)] = obj
+        self.kube.objects[(namespace, name)] = obj
 
-    def obj(self, name: str = NAME) -> dict[str, Any]:
-        return self.kube.get(None, name, NAMESPACE)
+    def obj(self, name: str = NAME, namespace: str = NAMESPACE) -> dict[str, Any]:
+        return self.kube.get(None, name, namespace)
 
-    def status(self, name: str = NAME) -> dict[str, Any]:
-        return self.obj(name).get("status") or {}
+    def status(self, name: str = NAME, namespace: str = NAMESPACE) -> dict[str, Any]:
+        return self.obj(name, namespace).get("status") or {}
 
     def message(self) -> str:
         return str(self.status().get("message"))
@@ -451,12 +560,12 @@ class Harness:
 
     # --- passes ----------------------------------------------------------------------------
 
-    def run(self, name: str = NAME) -> Result:
+    def run(self, name: str = NAME, namespace: str = NAMESPACE) -> Result:
         """One pass; `writes` and `events` then describe what it did."""
         writes_before = len(self.kube.status_writes)
         events_before = len(self.recorder.events)
         try:
-            return self.reconciler.reconcile(Request(NAMESPACE, name))
+            return self.reconciler.reconcile(Request(namespace, name))
         finally:
             self.writes = len(self.kube.status_writes) - writes_before
             self.events = self.recorder.events[events_before:]

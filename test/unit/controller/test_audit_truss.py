@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import re
 from typing import Any
 
 import pytest
@@ -76,7 +77,10 @@ def test_config_truss_would_refuse_fails_without_a_push(
     assert h.pusher.launched == []
     assert h.word() == "FAILED"
     assert h.message().startswith(f"active: old | truss push failed: {problem}")
-    assert h.event("TrussPushFailed") == ("Warning", h.message())
+    reason, text = h.event("TrussPushFailed")
+    assert reason == "Warning"
+    prepare = rf"Failed to prepare truss push for 'depl-vllm-[^']+': {re.escape(problem)}"
+    assert re.match(prepare, text)
     assert h.status().get("trussPushStatus") is None
     assert h.baseten.writes == []
 

@@ -56,7 +56,7 @@ def test_environment_create_failure(h) -> None:
     assert h.message() == "Failed to create environment 'production': HTTP 400: nope"
     assert h.event("EnvironmentCreateFailed") == (
         "Warning",
-        "Failed to create environment 'production': HTTP 400: nope",
+        "Failed to create environment production: HTTP 400: nope",
     )
 
 
@@ -64,10 +64,10 @@ def test_environment_get_error(h) -> None:
     h.baseten.add_model()
     h.create()
     h.baseten.fail("get_environment", BasetenAPIError(503, "unavailable"))
-    with pytest.raises(Exception, match="Failed to get environment"):
+    with pytest.raises(Exception, match="unable to check environment"):
         h.run()
     assert h.word() == "FAILED"
-    assert h.message() == "Failed to get environment 'production': HTTP 503: unavailable"
+    assert h.message() == "unable to check environment production: HTTP 503: unavailable"
     assert h.baseten.writes == []
 
 
@@ -148,9 +148,9 @@ def test_drift_update_failure(h) -> None:
 
 
 def test_drift_counts_in_metrics(h) -> None:
-    from baseten_operator.runtime import metrics
+    from baseten_operator.controller import telemetry
 
-    counter = metrics.DRIFT_CORRECTIONS.labels(group="autoscaling")
+    counter = telemetry.DRIFT_CORRECTIONS.labels(group="autoscaling")
     before = counter._value.get()
     h.steady_world(autoscaling={"min_replica": 1, "max_replica": 5})
     h.create(spec(autoscaling={"minReplicas": 2}))

@@ -92,14 +92,11 @@ def test_finalizer_added_beside_others(h) -> None:
 def test_lookup_error(h) -> None:
     h.create()
     h.baseten.fail("find_model", BasetenAPIError(500, "boom"))
-    with pytest.raises(Exception, match="Failed to lookup model 'my-llm': HTTP 500: boom"):
+    with pytest.raises(Exception, match="unable to check model my-llm: HTTP 500: boom"):
         h.run()
     assert h.word() == "FAILED"
-    assert h.message() == "Failed to lookup model 'my-llm': HTTP 500: boom"
-    assert h.event("ModelNotFound") == (
-        "Warning",
-        "Failed to lookup model 'my-llm': HTTP 500: boom",
-    )
+    assert h.message() == "unable to check model my-llm: HTTP 500: boom"
+    assert h.events == []  # no ModelNotFound: a failed lookup proves no absence
 
 
 def test_ambiguous_name_lists_ids_and_does_not_guess(h) -> None:

@@ -206,16 +206,29 @@ def test_source_not_found(h) -> None:
         h.run()
     assert h.word() == "FAILED"
     assert h.message() == f"{AP}unable to promote: source deployment src not found"
-    assert h.event("SourceDeploymentNotFound") == ("Warning", "Source deployment src not found")
+    assert h.event("SourceDeploymentNotFound") == (
+        "Warning",
+        'Source deployment "src" not found for model "my-llm"',
+    )
 
 
-def test_source_lookup_error_reads_as_not_found(h) -> None:
+@pytest.mark.parametrize(
+    "error",
+    [
+        BasetenAPIError(500, "boom"),
+        BasetenAPIError(414, "URI too long"),
+        BasetenAPIError(0, "timeout on GET /v1/models/{model_id}/deployments"),
+    ],
+)
+def test_a_failed_source_lookup_says_so_without_claiming_absence(h, error) -> None:
     world(h)
     h.create()
-    h.baseten.fail("find_deployment", BasetenAPIError(500, "boom"))
-    with pytest.raises(Exception, match="not found"):
-        h.run()
-    assert h.message() == f"{AP}unable to promote: source deployment src not found"
+    h.baseten.fail("find_deployment", error)
+    assert h.run().requeue_after == 30
+    assert h.word() == "PENDING"
+    assert h.message() == f"{AP}unable to check deployment src: {error}"
+    assert h.events == []
+    assert h.baseten.called("promote") == []
 
 
 @pytest.mark.parametrize(
@@ -319,7 +332,7 @@ def test_promote_failure(h) -> None:
     )
     assert h.event("PromotionFailed") == (
         "Warning",
-        "Promotion of 'src' to production failed: HTTP 409: promotion in progress",
+        "Failed to promote src to production: HTTP 409: promotion in progress",
     )
 
 

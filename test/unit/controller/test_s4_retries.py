@@ -125,7 +125,10 @@ def test_source_exhausted_after_two_hours(h) -> None:
         "Warning",
         "Deployment src has been failing for over 2h0m0s, giving up retries",
     )
-    assert h.event("SourceDeploymentFailed")[0] == "Warning"
+    assert h.event("SourceDeploymentFailed") == (
+        "Warning",
+        'Source deployment "src" is in BUILD_FAILED state (retries exhausted)',
+    )
     assert h.baseten.called("retry_deployment") == []
 
 
@@ -145,7 +148,7 @@ def test_candidate_failure_retries_then_exhausts(h) -> None:
     assert h.message() == "candidate src failed: DEPLOY_FAILED (retries exhausted after 2h0m0s)"
     assert h.event("PromotionFailed") == (
         "Warning",
-        "Candidate deployment src failed with status DEPLOY_FAILED",
+        "Candidate deployment src failed with status DEPLOY_FAILED (retries exhausted)",
     )
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+
 import pytest
 
 from baseten_operator.baseten.errors import BasetenAPIError
@@ -9,7 +11,7 @@ from baseten_operator.baseten.errors import BasetenAPIError
 SCRIPT = (
     "#!/bin/bash\nset -e\npip install -r /app/data/requirements.txt && echo ready > /tmp/ready\n"
 )
-# reference/hash-compat.md vector 1: the seed's short example, which truss 0.18 would refuse
+# docs/truss.md vector 1: the user guide's short example, which truss 0.18 would refuse
 # to push (no start command or probes) but which names an existing deployment just fine.
 VECTOR_1 = {
     "resources": {"accelerator": "H100:1"},
@@ -204,7 +206,10 @@ def test_missing_configmap(h) -> None:
         h.run()
     assert h.word() == "FAILED"
     assert h.message() == "active: old | truss push failed: ConfigMap 'my-model-setup' not found"
-    assert h.event("SetupScriptNotFound")[0] == "Warning"
+    assert h.event("SetupScriptNotFound") == (
+        "Warning",
+        "ConfigMap 'my-model-setup' not found: configmaps \"my-model-setup\" not found",
+    )
 
 
 def test_missing_configmap_key(h) -> None:
@@ -214,6 +219,47 @@ def test_missing_configmap_key(h) -> None:
         h.run()
     assert h.message() == (
         "truss push failed: key 'setup.sh' not found in ConfigMap 'my-model-setup'"
+    )
+    assert h.event("SetupScriptNotFound") == (
+        "Warning",
+        "key 'setup.sh' not found in ConfigMap 'my-model-setup'",
+    )
+
+
+def test_a_script_under_binary_data_is_read_decoded_with_the_same_name(h) -> None:
+    encoded = base64.b64encode(SCRIPT.encode()).decode()
+    h.configmaps.add("my-model-setup", binary_data={"setup.sh": encoded})
+    h.create(truss_spec())
+    h.run()
+    assert h.pusher.launched[0].setup_script == SCRIPT
+    assert h.pusher.launched[0].deployment_name == NAME
+
+
+def test_data_wins_over_binary_data(h) -> None:
+    other = base64.b64encode(b"echo other").decode()
+    h.configmaps.add("my-model-setup", {"setup.sh": SCRIPT}, binary_data={"setup.sh": other})
+    h.create(truss_spec())
+    h.run()
+    assert h.pusher.launched[0].setup_script == SCRIPT
+
+
+def test_a_key_in_neither_data_nor_binary_data_is_not_found(h) -> None:
+    h.configmaps.add("my-model-setup", {"a": ""}, binary_data={"b": ""})
+    h.create(truss_spec())
+    with pytest.raises(Exception, match="not found"):
+        h.run()
+    assert h.message() == (
+        "truss push failed: key 'setup.sh' not found in ConfigMap 'my-model-setup'"
+    )
+
+
+def test_binary_data_that_is_not_text_says_so(h) -> None:
+    h.configmaps.add("my-model-setup", binary_data={"setup.sh": base64.b64encode(b"\xff").decode()})
+    h.create(truss_spec())
+    with pytest.raises(Exception, match="not UTF-8 text"):
+        h.run()
+    assert h.message() == (
+        "truss push failed: key 'setup.sh' of ConfigMap 'my-model-setup' is not UTF-8 text"
     )
 
 

@@ -98,7 +98,7 @@ def test_lookup_error(o) -> None:
     o.create(observe_spec())
     o.baseten.fail("find_model", BasetenAPIError(0, "connection refused"))
     assert o.run().requeue_after == 30
-    assert o.message() == 'failed to lookup model "my-llm": connection refused'
+    assert o.message() == "unable to check model my-llm: connection refused"
 
 
 def test_environment_missing(o) -> None:

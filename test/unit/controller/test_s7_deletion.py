@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from baseten_operator.baseten.errors import BasetenAPIError
+from baseten_operator.baseten.models import AutoscalingSettingsV1
 
 
 def deleting(h, *, policy: str = "Delete", mode: str = "Reconcile", model_id: str | None = "m1"):
@@ -94,7 +95,9 @@ def test_guardrails_block_while_any_environment_serves(h) -> None:
     h.baseten.add_environment(name="prod", current=serving, autoscaling={"min_replica": 2})
     h.baseten.add_environment(name="staging", current=idle, autoscaling={"min_replica": 0})
     h.baseten.add_environment(
-        name="dev", candidate=serving.model_copy(update={"active_replica_count": 1})
+        name="dev",
+        candidate=serving.model_copy(update={"active_replica_count": 1}),
+        autoscaling={"min_replica": 0},
     )
     deleting(h, policy="DeleteWithGuardrails")
     assert h.run().requeue_after == 30
@@ -111,7 +114,7 @@ def test_guardrails_block_while_any_environment_serves(h) -> None:
     assert h.writes == 0
     for env in h.baseten.environments.values():
         env.current_deployment = env.candidate_deployment = None
-        env.autoscaling_settings = None
+        env.autoscaling_settings = AutoscalingSettingsV1(min_replica=0)
     h.run()
     assert h.baseten.called("delete_model") == [("m1",)]
     assert gone(h)

@@ -8,11 +8,14 @@ import pytest
 from kubernetes import client as k8s_client
 
 from baseten_operator.baseten.client import BasetenClient
+from baseten_operator.baseten.pool import BasetenClientPool
 from baseten_operator.config import OperatorOptions
+from baseten_operator.controller.ownership import CLAIM_INDEX
 from baseten_operator.controller.setup import (
     MODEL_NAME_INDEX,
     SETUP_CONFIGMAP_INDEX,
     PushOutcomeRelay,
+    TenancySources,
     build_controller,
 )
 from baseten_operator.controller.timing import Timing
@@ -45,6 +48,14 @@ class FakeInformer:
     def by_index(self, index: str, value: str) -> list[dict[str, Any]]:
         return [o for o in self.objects if value in self.indexers[index](o)]
 
+    def list(self, namespace: str | None = None) -> list[dict[str, Any]]:
+        return [o for o in self.objects if namespace in (None, o["metadata"].get("namespace"))]
+
+    def fire(self, kind: str, *objs: dict[str, Any]) -> None:
+        for handlers in self.handlers:
+            if handlers[kind] is not None:
+                handlers[kind](*objs)
+
 
 def model(name: str, configmap: str | None) -> dict[str, Any]:
     spec: dict[str, Any] = {"modelName": "m", "environment": {"name": "p"}}
@@ -53,7 +64,7 @@ def model(name: str, configmap: str | None) -> dict[str, Any]:
     return {"metadata": {"namespace": "ns", "name": name}, "spec": spec}
 
 
-def build(models: FakeInformer, configmaps: FakeInformer):
+def build(models: FakeInformer, configmaps: FakeInformer, tenancy: TenancySources | None = None):
     return build_controller(
         models=models,  # type: ignore[arg-type]
         configmaps=configmaps,  # type: ignore[arg-type]
@@ -62,14 +73,24 @@ def build(models: FakeInformer, configmaps: FakeInformer):
         recorder=FakeRecorder(),
         clock=FakeClock(),
         timing=Timing(),
+        tenancy=tenancy,
     )
+
+
+def drain(controller) -> set[Request]:
+    queued = set()
+    while len(controller.queue):
+        item, _ = controller.queue.get()
+        queued.add(item)
+        controller.queue.done(item)
+    return queued
 
 
 def test_configmap_change_enqueues_every_model_using_it() -> None:
     models = FakeInformer([model("a", "setup"), model("b", "setup"), model("c", "other")])
     configmaps = FakeInformer()
     controller = build(models, configmaps)
-    assert set(models.indexers) == {MODEL_NAME_INDEX, SETUP_CONFIGMAP_INDEX}
+    assert set(models.indexers) == {MODEL_NAME_INDEX, SETUP_CONFIGMAP_INDEX, CLAIM_INDEX}
     configmaps.handlers[0]["add"]({"metadata": {"namespace": "ns", "name": "setup"}})
     queued = set()
     while len(controller.queue):
@@ -145,3 +166,62 @@ def test_a_pass_stuck_for_two_baseten_deadlines_fails_liveness(
     assert responsive()
     clock.advance(1)
     assert not responsive()
+
+
+def namespace(name: str, **annotations: str) -> dict[str, Any]:
+    full = {f"models.baseten.com/{key.replace('_', '-')}": v for key, v in annotations.items()}
+    return {"metadata": {"name": name, "annotations": full}}
+
+
+class TenancyWorld:
+    def __init__(self) -> None:
+        self.models = FakeInformer(
+            [
+                model("a", None),
+                {**model("b", None), "metadata": {"namespace": "other", "name": "b"}},
+            ]
+        )
+        self.namespaces = FakeInformer([namespace("ns", api_key_secret="ns-key")])
+        self.secrets = FakeInformer()
+        self.pool = BasetenClientPool(object(), lambda key: object())
+        sources = TenancySources(self.namespaces, self.secrets, self.pool, "baseten-system")  # type: ignore[arg-type]
+        self.controller = build(self.models, FakeInformer(), sources)
+
+
+def test_a_policy_change_wakes_the_namespaces_crs_and_their_rivals() -> None:
+    world = TenancyWorld()
+    before = namespace("ns")
+    world.namespaces.fire("update", before, before)
+    assert drain(world.controller) == set()  # no policy change: nothing to do
+    world.namespaces.fire("update", before, namespace("ns", allowed_models="x"))
+    assert drain(world.controller) == {Request("ns", "a"), Request("other", "b")}
+
+
+def test_an_owner_leaving_wakes_the_other_claimants() -> None:
+    world = TenancyWorld()
+    owner = model("a", None)
+    world.models.fire("update", owner, owner)  # the claim did not change
+    drain(world.controller)  # the primary watch enqueues it; tenancy adds nothing
+    world.models.objects.remove(owner)
+    world.models.fire("delete", owner)
+    assert Request("other", "b") in drain(world.controller)
+
+
+def test_a_key_secret_change_wakes_the_namespaces_naming_it() -> None:
+    world = TenancyWorld()
+    old = {"metadata": {"name": "ns-key"}, "data": {"api-key": "YQ=="}}
+    new = {"metadata": {"name": "ns-key"}, "data": {"api-key": "Yg=="}}
+    world.secrets.fire("update", old, new)
+    assert drain(world.controller) == {Request("ns", "a"), Request("other", "b")}
+    world.pool.client_for("ns-key", "b")
+    world.secrets.fire("delete", new)
+    assert len(world.pool) == 0
+
+
+def test_require_namespace_policy_is_a_run_flag() -> None:
+    from baseten_operator.cli import build_parser, options_from_args
+
+    parse = build_parser().parse_args
+    assert options_from_args(parse(["run"])).require_namespace_policy is False
+    options = options_from_args(parse(["run", "--require-namespace-policy"]))
+    assert options.require_namespace_policy is True

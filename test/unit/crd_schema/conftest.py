@@ -1,4 +1,4 @@
-"""Fixtures of the CRD tests: the generated schema and the seed README's examples."""
+"""Fixtures of the CRD tests: the generated schema and the user guide's examples."""
 
 from __future__ import annotations
 

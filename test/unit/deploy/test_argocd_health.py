@@ -27,7 +27,7 @@ def cond(kind: str, status: str, message: str) -> dict[str, str]:
 @pytest.mark.parametrize(
     ("conditions", "expected"),
     [
-        # The seed README's table: Ready True -> Healthy whatever Progressing says.
+        # README.md's Argo CD health rule: Ready True -> Healthy whatever Progressing says.
         (
             [cond("Ready", "True", "active: a"), cond("Progressing", "False", "active: a")],
             ("Healthy", "active: a"),

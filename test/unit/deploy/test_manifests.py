@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,7 +13,14 @@ import pytest
 import yaml
 
 from baseten_operator.api.constants import BASETENMODELS
-from baseten_operator.runtime.client import CONFIGMAPS, EVENTS, LEASES, Resource
+from baseten_operator.runtime.client import (
+    CONFIGMAPS,
+    EVENTS,
+    LEASES,
+    NAMESPACES,
+    SECRETS,
+    Resource,
+)
 from baseten_operator.sim.kube import KubeApiServer
 
 REPO = Path(__file__).resolve().parents[3]
@@ -24,6 +32,14 @@ NAMESPACE = "baseten-operator-system"
 SERVICE_ACCOUNT = "baseten-operator-controller-manager"
 MANAGER_ROLE = "baseten-operator-manager-role"
 LEADER_ELECTION_ROLE = "baseten-operator-leader-election-role"
+SECRET_READER_ROLE = "baseten-operator-api-key-secret-reader-role"
+# Issue 12 grants get next to the informers' list and watch on these two.
+READ_ALSO_GRANTED = {(NAMESPACES.group, NAMESPACES.plural), (SECRETS.group, SECRETS.plural)}
+BASETENMODEL_ROLES = {
+    "admin": "baseten-operator-basetenmodel-admin-role",
+    "edit": "baseten-operator-basetenmodel-editor-role",
+    "view": "baseten-operator-basetenmodel-viewer-role",
+}
 
 # Where the operator talks to the Kubernetes API: the reconciler's writes, the event recorder,
 # leader election, and the wiring that decides which informers (list + watch) exist.
@@ -33,7 +49,7 @@ KUBE_CALLERS = [
     PACKAGE / "runtime" / "leaderelection.py",
 ]
 RESOURCES = {"BASETENMODELS": BASETENMODELS, "CONFIGMAPS": CONFIGMAPS, "EVENTS": EVENTS}
-RESOURCES["LEASES"] = LEASES
+RESOURCES.update(LEASES=LEASES, NAMESPACES=NAMESPACES, SECRETS=SECRETS)
 # KubeClient method -> (subresource, RBAC verb).
 CLIENT_VERBS = {
     "get": ("", "get"),
@@ -148,7 +164,7 @@ def test_probes_hit_the_health_server_the_flags_bind() -> None:
     container = manager_container()
     ports = {p["name"]: p["containerPort"] for p in container["ports"]}
     assert f"--health-probe-bind-address=:{ports['health']}" in container["args"]
-    assert f"--metrics-bind-address=:{ports['metrics']}" in container["args"]
+    assert f"--metrics-bind-address=:{ports['https']}" in container["args"]
     assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
     assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "health"}
 
@@ -214,10 +230,16 @@ def test_the_code_is_what_the_scan_sees() -> None:
 
 def test_manager_cluster_role_grants_exactly_what_the_code_uses() -> None:
     used = permissions_the_code_uses()
+    for resource in READ_ALSO_GRANTED:
+        used[resource] = used[resource] | {"get"}
     leases = (LEASES.group, LEASES.plural)
-    cluster_wide = {k: v for k, v in used.items() if k != leases}
+    secrets = (SECRETS.group, SECRETS.plural)
+    cluster_wide = {k: v for k, v in used.items() if k not in (leases, secrets)}
     assert granted(find("ClusterRole", MANAGER_ROLE)) == cluster_wide
     assert granted(find("Role", LEADER_ELECTION_ROLE)) == {leases: used[leases]}
+    # Secrets only in the operator's own namespace (namespaces' API keys), never cluster-wide.
+    assert granted(find("Role", SECRET_READER_ROLE)) == {secrets: {"get", "list", "watch"}}
+    assert find("Role", SECRET_READER_ROLE)["metadata"]["namespace"] == NAMESPACE
 
 
 def test_roles_are_bound_to_the_manager_service_account() -> None:
@@ -225,8 +247,49 @@ def test_roles_are_bound_to_the_manager_service_account() -> None:
     cluster_binding = find("ClusterRoleBinding", "baseten-operator-manager-rolebinding")
     assert cluster_binding["roleRef"]["name"] == MANAGER_ROLE
     assert cluster_binding["subjects"] == [subject]
-    binding = find("RoleBinding", "baseten-operator-leader-election-rolebinding")
-    assert binding["metadata"]["namespace"] == NAMESPACE
-    assert binding["roleRef"]["name"] == LEADER_ELECTION_ROLE
-    assert binding["subjects"] == [subject]
+    for name, role in (
+        ("baseten-operator-leader-election-rolebinding", LEADER_ELECTION_ROLE),
+        ("baseten-operator-api-key-secret-reader-rolebinding", SECRET_READER_ROLE),
+    ):
+        binding = find("RoleBinding", name)
+        assert binding["metadata"]["namespace"] == NAMESPACE
+        assert binding["roleRef"]["name"] == role
+        assert binding["subjects"] == [subject]
     find("ServiceAccount", SERVICE_ACCOUNT)
+
+
+def aggregation_labels(objects: list[dict[str, Any]]) -> dict[str, set[str]]:
+    by_name = {o["metadata"]["name"]: o for o in objects if o["kind"] == "ClusterRole"}
+    return {
+        builtin: {
+            label.rsplit("aggregate-to-", 1)[1]
+            for label in (by_name[role]["metadata"].get("labels") or {})
+            if "aggregate-to-" in label
+        }
+        for builtin, role in BASETENMODEL_ROLES.items()
+    }
+
+
+def test_basetenmodel_roles_are_not_aggregated_by_default() -> None:
+    assert aggregation_labels(install_objects()) == {"admin": set(), "edit": set(), "view": set()}
+
+
+def test_the_component_opts_into_aggregation(tmp_path: Path) -> None:
+    overlay = tmp_path / "kustomization.yaml"
+    relative = Path(os.path.relpath(REPO / "config", tmp_path))
+    overlay.write_text(
+        yaml.safe_dump(
+            {
+                "resources": [str(relative / "default")],
+                "components": [str(relative / "components" / "aggregate-to-builtin-roles")],
+            }
+        )
+    )
+    output = subprocess.run(
+        [KUBECTL, "kustomize", "--load-restrictor", "LoadRestrictionsNone", str(tmp_path)],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    objects = [o for o in yaml.safe_load_all(output) if o]
+    assert aggregation_labels(objects) == {"admin": {"admin"}, "edit": {"edit"}, "view": {"view"}}

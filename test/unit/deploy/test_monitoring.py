@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+# The operator's entry point imports every module that defines a collector.
+import baseten_operator.main  # noqa: F401
 from baseten_operator.runtime.metrics import REGISTRY
 
 MONITORING = Path(__file__).parents[3] / "deploy" / "monitoring"

@@ -8,7 +8,13 @@ import pytest
 import structlog
 
 from baseten_operator.runtime.clock import FakeClock
-from baseten_operator.runtime.controller import Controller, Request, Result, TerminalError
+from baseten_operator.runtime.controller import (
+    Controller,
+    ReportedError,
+    Request,
+    Result,
+    TerminalError,
+)
 from baseten_operator.runtime.fence import NotLeader
 
 WaitUntil = Callable[..., None]
@@ -412,6 +418,34 @@ def test_an_update_filter_drops_updates_it_refuses(
         controller.stop(drain_timeout=0)
 
 
+def test_a_failing_object_logs_one_line_a_minute_with_a_repeat_count(
+    make_controller: Any,
+    clock: FakeClock,
+    wait_until: WaitUntil,
+    sample: Sample,
+    unique_name: str,
+) -> None:
+    reconciler = ScriptedReconciler({"ns/a": [RuntimeError("boom " + "x" * 5000)]})
+    controller, _ = make_controller(reconciler)
+
+    def errors() -> float:
+        return sample("controller_runtime_reconcile_total", controller=unique_name, result="error")
+
+    with structlog.testing.capture_logs() as logs:
+        controller.start()
+        controller.enqueue(Request("ns", "a"))
+        for failures in range(1, 8):
+            wait_until(lambda n=failures: errors() == n)
+            clock.advance(0.005 * 2 ** (failures - 1))  # the next backoff step
+        wait_until(lambda: errors() == 8)
+        clock.advance(60)
+        wait_until(lambda: errors() >= 9)
+    failed = [line for line in logs if line["event"] == "reconcile failed"]
+    assert len(failed) == 2
+    assert "repeats" not in failed[0]
+    assert failed[1]["repeats"] == 7  # failures 2 to 8 were dropped
+
+
 def test_a_write_refused_by_the_fence_ends_the_pass_without_requeue_or_error(
     make_controller: Any,
     clock: FakeClock,
@@ -453,3 +487,23 @@ def test_longest_running_pass_reports_a_stuck_worker(
     assert controller.longest_running_pass() == 61
     release.set()
     wait_until(lambda: controller.longest_running_pass() == 0.0)
+
+
+def test_a_reported_error_is_requeued_and_logged_without_a_traceback(
+    make_controller: Any,
+    clock: FakeClock,
+    wait_until: WaitUntil,
+    sample: Sample,
+    unique_name: str,
+) -> None:
+    reconciler = ScriptedReconciler({"ns/a": [ReportedError("HTTP 503: injected"), Result()]})
+    controller, _ = make_controller(reconciler)
+    with structlog.testing.capture_logs() as logs:
+        controller.start()
+        controller.enqueue(Request("ns", "a"))
+        wait_until(lambda: reconciler.count("ns/a") == 1)
+        clock.advance(1)  # past the first rate-limited backoff
+        wait_until(lambda: reconciler.count("ns/a") >= 2)
+    failed = [entry for entry in logs if entry["event"] == "reconcile failed"]
+    assert failed and all("exc_info" not in entry for entry in failed)
+    assert sample("controller_runtime_reconcile_errors_total", controller=unique_name) == 1

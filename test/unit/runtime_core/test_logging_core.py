@@ -96,3 +96,55 @@ def test_redact_leaves_harmless_values_alone() -> None:
         "replicas": 3,
         "items": [{"password": "[redacted]"}, "Bearer [redacted]"],
     }
+
+
+class _Opaque:
+    """A value that only becomes text when rendered (its repr carries the secret)."""
+
+    def __init__(self, secret: str) -> None:
+        self.secret = secret
+
+    def __repr__(self) -> str:
+        return f"Opaque(secret={self.secret})"
+
+
+def test_a_registered_secret_is_masked_in_every_form_anywhere_in_a_line(
+    output: io.StringIO, unique_name: str
+) -> None:
+    import base64
+    from urllib.parse import quote
+
+    from baseten_operator.runtime.logging import register_secret
+
+    secret = f"key/{unique_name}+=?"
+    register_secret(secret)
+    encoded = base64.b64encode(secret.encode()).decode()
+    urlsafe = base64.urlsafe_b64encode(secret.encode()).decode().rstrip("=")
+    log = structlog.get_logger("x")
+    log.info(f"echoed {secret} in the event", body=f"Authorization: Basic {encoded}")
+    log.info("a url", url=f"https://api.example/v1?key={quote(secret, safe='')}&x=1")
+    log.info("nested", detail={"items": [f"token-ish {urlsafe}"]}, opaque=_Opaque(secret))
+    logging.getLogger("urllib3.connectionpool").warning("retrying %s", secret)
+    text = output.getvalue()
+    for form in (secret, encoded, urlsafe, quote(secret, safe="")):
+        assert form not in text
+    assert text.count("[redacted]") >= 6
+
+
+def test_every_field_is_cut_to_1024_characters_and_a_traceback_keeps_its_end(
+    output: io.StringIO,
+) -> None:
+    try:
+        raise ValueError("the cause " + "x" * 3000)
+    except ValueError:
+        structlog.get_logger("x").exception(
+            "s" * 2000, name="n" * 1_000_000, nested={"k": ["v" * 2000]}, count=3
+        )
+    [line] = lines(output)
+    assert line["event"] == "s" * 1023 + "…"
+    assert line["name"] == "n" * 1023 + "…"
+    assert line["nested"] == {"k": ["v" * 1023 + "…"]}
+    assert line["count"] == 3
+    assert len(line["exception"]) == 1024
+    assert line["exception"].startswith("…") and line["exception"].endswith("x")
+    assert len(output.getvalue()) < 6000

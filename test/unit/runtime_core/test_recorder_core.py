@@ -222,3 +222,14 @@ def test_fake_recorder_records_type_reason_message_and_object() -> None:
     recorder.event(MODEL, "Normal", "ModelDeleted", "Deleted Baseten model m1")
     assert recorder.events == [("Normal", "ModelDeleted", "Deleted Baseten model m1")]
     assert recorder.recorded[0].object_key == "ml/llama"
+
+
+def test_a_long_message_is_cut_to_1024_characters_ending_in_an_ellipsis(
+    kube: FakeEventsClient, clock: FakeClock, unique_name: str
+) -> None:
+    recorder = recorder_for(kube, clock, unique_name)
+    recorder.event(MODEL, "Warning", "X", "é" * 5000)
+    recorder.stop(flush_timeout=5)
+    [event] = kube.events()
+    assert len(event["message"]) == 1024
+    assert event["message"] == "é" * 1023 + "…"

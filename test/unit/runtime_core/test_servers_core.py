@@ -4,6 +4,7 @@ import http.client
 from collections.abc import Iterator
 
 import pytest
+from prometheus_client import CollectorRegistry, Gauge
 from prometheus_client.parser import text_string_to_metric_families
 
 from baseten_operator.runtime import metrics
@@ -45,7 +46,7 @@ def test_metrics_are_scraped_over_http_in_prometheus_text(
     metrics_server: MetricsServer, unique_name: str
 ) -> None:
     metrics.RECONCILE_TOTAL.labels(controller=unique_name, result="success").inc(2)
-    metrics.BASETEN_API_REQUESTS.labels(endpoint="/v1/models", method="GET", code="200").inc()
+    metrics.WORKQUEUE_ADDS.labels(name=unique_name).inc()
     status, body = fetch(metrics_server.bound_address, "/metrics")
     assert status == 200
     families = {family.name: family for family in text_string_to_metric_families(body)}
@@ -57,7 +58,7 @@ def test_metrics_are_scraped_over_http_in_prometheus_text(
         if s.name == "controller_runtime_reconcile_total"
     }
     assert values[(unique_name, "success")] == 2
-    assert "baseten_api_requests" in families
+    assert "workqueue_adds" in families
     for name in (
         "workqueue_unfinished_work_seconds",
         "workqueue_longest_running_processor_seconds",
@@ -86,19 +87,23 @@ def test_a_disabled_server_does_not_listen() -> None:
     server.stop()
 
 
-def test_model_series_are_replaced_and_removed_with_their_cr() -> None:
-    registry = metrics.REGISTRY
+def test_object_series_are_replaced_and_removed_with_their_object() -> None:
+    registry = CollectorRegistry()
+    label_names = ["namespace", "name", "model", "environment"]
+    ready = Gauge("object_ready", "ready", label_names, registry=registry)
+    replicas = Gauge("object_replicas", "replicas", label_names, registry=registry)
+    series = metrics.ObjectSeries(ready, replicas)
     labels = {"namespace": "ns-series", "name": "m", "model": "llama", "environment": "production"}
-    metrics.MODEL_SERIES.set("ns-series", "m", "llama", "production", values=(1, 3))
-    assert registry.get_sample_value("baseten_model_ready", labels) == 1
-    assert registry.get_sample_value("baseten_model_active_replicas", labels) == 3
-    metrics.MODEL_SERIES.set("ns-series", "m", "llama", "staging", values=(0, 0))
-    assert registry.get_sample_value("baseten_model_ready", labels) is None
+    series.set("ns-series", "m", "llama", "production", values=(1, 3))
+    assert registry.get_sample_value("object_ready", labels) == 1
+    assert registry.get_sample_value("object_replicas", labels) == 3
+    series.set("ns-series", "m", "llama", "staging", values=(0, 0))
+    assert registry.get_sample_value("object_ready", labels) is None
     staging = {**labels, "environment": "staging"}
-    assert registry.get_sample_value("baseten_model_ready", staging) == 0
-    metrics.MODEL_SERIES.forget("ns-series", "m")
-    assert registry.get_sample_value("baseten_model_ready", staging) is None
-    assert registry.get_sample_value("baseten_model_active_replicas", staging) is None
+    assert registry.get_sample_value("object_ready", staging) == 0
+    series.forget("ns-series", "m")
+    assert registry.get_sample_value("object_ready", staging) is None
+    assert registry.get_sample_value("object_replicas", staging) is None
 
 
 @pytest.fixture

@@ -54,6 +54,7 @@ def test_stop_before_start_finishes_with_exit_code_0(list_watch_client: Any) -> 
 def leading_manager(list_watch_client: Any, lease_client: Any, clock: FakeClock) -> Manager:
     options = ManagerOptions(
         leader_elect=True,
+        leader_election_id="test-lease",
         leader_election_namespace="ops",
         metrics_bind_address="0",
         health_probe_bind_address="0",

@@ -1,4 +1,4 @@
-"""Shared inputs of the truss unit tests: the two vectors of reference/hash-compat.md."""
+"""Shared inputs of the truss unit tests: the two vectors of docs/truss.md."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ SIMPLE_SCRIPT = (
 )
 
 COMPLETE_SCRIPT = '#!/bin/bash\necho "done"'
-# The seed README's complete example, with the inline setup script.
+# The user guide's complete example (README.md), with the inline setup script.
 COMPLETE_CONFIG: dict[str, Any] = {
     "pythonVersion": "py312",
     "resources": {"accelerator": "H100:1", "useGpu": True},

@@ -1,4 +1,4 @@
-"""config.yaml from the CR's trussConfig (BEHAVIOR.md §5), checked against truss itself."""
+"""config.yaml from the CR's trussConfig (docs/contract.md section 5), checked against truss."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Config hash and deployment names, byte-compatible with the Go operator (hash-compat.md)."""
+"""Config hash and deployment names, byte-compatible with the Go operator (docs/truss.md)."""
 
 from __future__ import annotations
 

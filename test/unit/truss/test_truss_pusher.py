@@ -42,6 +42,15 @@ elif mode == "hang":
         f.write(str(os.getpid()))
     while True:
         time.sleep(1)
+elif mode == "env":
+    with open(req["setup_script"], "w") as f:
+        json.dump(dict(os.environ), f)
+    print(json.dumps({"succeeded": True, "model_id": "m", "deployment_id": "d"}))
+elif mode == "echo":
+    import base64, urllib.parse
+    echoed = base64.b64encode(key.encode()).decode() + " " + urllib.parse.quote(key, safe="")
+    print(json.dumps({"succeeded": False, "error": "bad request echoing " + echoed}))
+    sys.exit(1)
 elif mode == "gate":
     while not os.path.exists(req["setup_script"]):
         time.sleep(0.01)
@@ -281,3 +290,29 @@ def test_real_child_keeps_truss_out_of_the_operator_and_the_key_out_of_errors() 
     assert "Connection refused" in result["error"]
     assert "\n" not in result["error"] and "Traceback" not in result["error"]
     assert API_KEY not in done.stdout + done.stderr
+
+
+def test_the_child_gets_an_allow_listed_environment_never_the_operators_key(
+    harness: Harness, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BASETEN_API_KEY", "the-operators-own-key")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "not-for-children")
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.internal:3128")
+    monkeypatch.setenv("LC_ALL", "C.UTF-8")
+    monkeypatch.setenv("SSL_CERT_FILE", "/etc/ssl/corp.pem")
+    dump = tmp_path / "env.json"
+    assert harness.pusher.launch(request("ns/env", "env", path=dump))
+    assert harness.next_outcome().succeeded
+    env = json.loads(dump.read_text())
+    assert "BASETEN_API_KEY" not in env and "AWS_SECRET_ACCESS_KEY" not in env
+    assert "the-operators-own-key" not in json.dumps(env)
+    assert env["BASETEN_OPERATOR_PUSH_API_KEY"] == API_KEY  # the push's own variable
+    assert env["HTTPS_PROXY"] == "http://proxy.internal:3128"
+    assert env["LC_ALL"] == "C.UTF-8" and env["SSL_CERT_FILE"] == "/etc/ssl/corp.pem"
+    assert env["PATH"] == os.environ["PATH"]
+
+
+def test_an_error_echoing_the_key_encoded_is_redacted(harness: Harness) -> None:
+    assert harness.pusher.launch(request("ns/echo", "echo"))
+    outcome = harness.next_outcome()
+    assert outcome.error == "bad request echoing <redacted> <redacted>"

@@ -1,0 +1,90 @@
+"""Namespace policy: what a namespace's BasetenModels may manage, set by the platform team
+as annotations on the Namespace (the built-in `edit` role cannot change Namespaces).
+
+One organisation-wide API key cannot be scoped by Kubernetes RBAC, so the operator
+itself refuses what a namespace's policy does not allow, before any Baseten call.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass
+from typing import Any
+
+from baseten_operator.api.constants import GROUP
+from baseten_operator.api.types import BasetenModelSpec
+from baseten_operator.controller import messages
+
+ALLOWED_MODELS = f"{GROUP}/allowed-models"
+ALLOWED_DELETION_POLICIES = f"{GROUP}/allowed-deletion-policies"
+TEAM = f"{GROUP}/team"
+API_KEY_SECRET = f"{GROUP}/api-key-secret"
+API_KEY_SECRET_KEY = "api-key"
+# What the message shows for an annotation that is required (--require-namespace-policy)
+# but absent.
+UNSET = "(unset)"
+
+
+def _split(value: str | None) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    return tuple(part.strip() for part in value.split(",") if part.strip())
+
+
+def _text(value: str | None) -> str | None:
+    return value.strip() if value is not None and value.strip() else None
+
+
+@dataclass(frozen=True)
+class NamespacePolicy:
+    namespace: str
+    # None: the annotation is absent (anything goes, unless required).
+    allowed_models: tuple[str, ...] | None = None
+    allowed_deletion_policies: tuple[str, ...] | None = None
+    team: str | None = None
+    api_key_secret: str | None = None
+    raw: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def from_namespace(cls, namespace: str, obj: dict[str, Any] | None) -> NamespacePolicy:
+        """The policy in a Namespace's annotations (None: the Namespace is not cached)."""
+        annotations = ((obj or {}).get("metadata") or {}).get("annotations") or {}
+        ours = (ALLOWED_MODELS, ALLOWED_DELETION_POLICIES, TEAM, API_KEY_SECRET)
+        return cls(
+            namespace=namespace,
+            allowed_models=_split(annotations.get(ALLOWED_MODELS)),
+            allowed_deletion_policies=_split(annotations.get(ALLOWED_DELETION_POLICIES)),
+            team=_text(annotations.get(TEAM)),
+            api_key_secret=_text(annotations.get(API_KEY_SECRET)),
+            raw=tuple((key, str(annotations[key])) for key in ours if key in annotations),
+        )
+
+    def annotation(self, key: str) -> str:
+        return dict(self.raw).get(key, UNSET)
+
+    def violation(self, spec: BasetenModelSpec, *, require_policy: bool = False) -> str | None:
+        """The status message of the first rule `spec` breaks, None if it breaks none."""
+        model = spec.model_name
+        if self.allowed_models is None:
+            if require_policy:
+                return self._message(f"model '{model}'", ALLOWED_MODELS)
+        elif not any(fnmatch.fnmatchcase(model, pattern) for pattern in self.allowed_models):
+            return self._message(f"model '{model}'", ALLOWED_MODELS)
+        policy = str(spec.deletion_policy)
+        allowed = self.allowed_deletion_policies
+        if allowed is not None and policy not in allowed:
+            return self._message(f"deletionPolicy {policy}", ALLOWED_DELETION_POLICIES)
+        spec_team = getattr(spec, "team", None)  # spec.team arrives with the parity issue
+        if spec_team and self.team and spec_team != self.team:
+            return self._message(f"team '{spec_team}'", TEAM)
+        return None
+
+    def _message(self, what: str, annotation: str) -> str:
+        return messages.policy_violation(
+            what, self.namespace, annotation, self.annotation(annotation)
+        )
+
+
+def effective_team(spec: BasetenModelSpec, policy: NamespacePolicy) -> str | None:
+    """The Baseten team a CR's model lives in: the namespace's, else the CR's own."""
+    return policy.team or getattr(spec, "team", None) or None

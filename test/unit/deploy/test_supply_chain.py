@@ -1,0 +1,258 @@
+"""The supply chain, checked without a Docker engine: the lock files match pyproject.toml
+and carry hashes, the Dockerfile installs only what they pin from a base image pinned by
+digest, and the wheel it installs holds the operator alone (no simulators, no sandbox)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tomllib
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+REPO = Path(__file__).resolve().parents[3]
+LOCK = REPO / "requirements.lock"
+BUILD_LOCK = REPO / "requirements-build.lock"
+DOCKERFILE = REPO / "Dockerfile"
+FROM_PYPROJECT = "baseten-operator (pyproject.toml)"
+SOURCE_ONLY = ("baseten_operator/sim/", "baseten_operator/sandbox/")
+
+
+@dataclass
+class Locked:
+    version: str
+    hashes: list[str] = field(default_factory=list)
+    via: list[str] = field(default_factory=list)
+
+
+def parse_lock(path: Path) -> dict[str, Locked]:
+    """pip-compile output: `name==version \\` lines, `--hash=` lines, `# via` comments."""
+    entries: dict[str, Locked] = {}
+    current: Locked | None = None
+    for line in path.read_text().splitlines():
+        pinned = re.match(r"^([A-Za-z0-9_.\-]+)==([^\s\\]+)", line)
+        if pinned:
+            current = entries.setdefault(canonicalize_name(pinned[1]), Locked(pinned[2]))
+        elif current is not None and (found := re.search(r"--hash=sha256:([0-9a-f]{64})", line)):
+            current.hashes.append(found[1])
+        elif current is not None and (via := re.match(r"^#\s+(?:via\b)?\s*(\S.*)$", line.strip())):
+            current.via.append(via[1])
+    return entries
+
+
+def runtime_requirements() -> list[Requirement]:
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    return [Requirement(text) for text in project["dependencies"]]
+
+
+def test_the_lock_pins_every_dependency_of_pyproject_within_its_constraint() -> None:
+    locked = parse_lock(LOCK)
+    for requirement in runtime_requirements():
+        entry = locked.get(canonicalize_name(requirement.name))
+        assert entry is not None, f"{requirement.name} is not in requirements.lock: `make lock`"
+        assert requirement.specifier.contains(entry.version, prereleases=True), (
+            f"requirements.lock pins {requirement.name}=={entry.version}, outside "
+            f"pyproject.toml's {requirement}: `make lock`"
+        )
+
+
+def test_the_lock_has_no_direct_dependency_pyproject_dropped() -> None:
+    direct = {name for name, entry in parse_lock(LOCK).items() if FROM_PYPROJECT in entry.via}
+    declared = {canonicalize_name(r.name) for r in runtime_requirements()}
+    assert direct == declared, "requirements.lock is stale: `make lock`"
+
+
+@pytest.mark.parametrize("lock", [LOCK, BUILD_LOCK], ids=lambda p: p.name)
+def test_every_locked_package_has_hashes(lock: Path) -> None:
+    entries = parse_lock(lock)
+    assert entries
+    unhashed = sorted(name for name, entry in entries.items() if not entry.hashes)
+    assert not unhashed, f"{lock.name}: no hashes for {unhashed}"
+    assert "--index-url" not in lock.read_text() and "--find-links" not in lock.read_text()
+
+
+def test_the_runtime_closure_has_no_build_tools_and_the_build_lock_pins_them() -> None:
+    assert not {"pip", "setuptools", "wheel"} & set(parse_lock(LOCK))
+    assert set(parse_lock(BUILD_LOCK)) == {"pip", "setuptools"}
+
+
+# --------------------------------------------------------------------------- Dockerfile
+
+
+def stages() -> list[list[str]]:
+    """The Dockerfile's instructions (continuations joined), split at each FROM."""
+    joined = re.sub(r"\\\n\s*", " ", DOCKERFILE.read_text())
+    instructions = [
+        line.strip() for line in joined.splitlines() if line.strip() and not line.startswith("#")
+    ]
+    split: list[list[str]] = [[]]
+    for instruction in instructions:
+        if (
+            instruction.startswith("FROM ")
+            and split[-1]
+            and any(i.startswith("FROM ") for i in split[-1])
+        ):
+            split.append([])
+        split[-1].append(instruction)
+    return split
+
+
+def test_the_base_image_is_pinned_by_digest() -> None:
+    text = DOCKERFILE.read_text()
+    (image,) = re.findall(r"^ARG PYTHON_IMAGE=(\S+)$", text, re.MULTILINE)
+    assert re.fullmatch(r"python:3\.11-slim@sha256:[0-9a-f]{64}", image)
+    froms = [line for line in text.splitlines() if line.startswith("FROM ")]
+    assert froms and all(line.split()[1] == "${PYTHON_IMAGE}" for line in froms)
+
+
+def test_the_build_installs_only_hash_checked_pins() -> None:
+    build, _final = stages()
+    runs = " ".join(i for i in build if i.startswith("RUN "))
+    assert "pip install --require-hashes --no-deps -r requirements-build.lock" in runs
+    assert "pip wheel --require-hashes --no-deps --no-build-isolation" in runs
+    assert "-r requirements.lock" in runs
+    assert "--upgrade" not in runs
+    # Everything the virtualenv gets comes from the hash-checked wheels, nothing from an index.
+    assert "install --no-index --no-deps /wheels/*.whl" in runs
+    assert "venv --without-pip" in runs
+
+
+def test_the_final_stage_has_no_pip_setuptools_or_sources() -> None:
+    _build, final = stages()
+    copies = [i for i in final if i.startswith(("COPY", "ADD"))]
+    assert copies == ["COPY --from=build /opt/venv /opt/venv"]
+    runs = " ".join(i for i in final if i.startswith("RUN "))
+    assert "pip uninstall --yes pip setuptools wheel" in runs
+    assert "ensurepip" in runs
+    assert not any(i.startswith("RUN") and "apt-get" in i for i in final)  # no compilers
+    assert any(i.startswith("USER ") and not i.startswith("USER 0") for i in final)
+    assert 'ENTRYPOINT ["baseten-operator", "run"]' in final
+
+
+# --------------------------------------------------------------------------- the wheel
+
+
+def dockerfile_sources() -> list[str]:
+    """What the build stage COPYs from the context to build the operator's wheel."""
+    build, _ = stages()
+    sources: list[str] = []
+    for instruction in build:
+        if instruction.startswith("COPY ") and "--from" not in instruction:
+            *copied, _destination = instruction.split()[1:]
+            sources += [s for s in copied if not s.endswith(".lock")]
+    return sources
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The wheel the Dockerfile builds, from exactly what it copies."""
+    context = tmp_path_factory.mktemp("context")
+    for source in dockerfile_sources():
+        origin = REPO / source
+        if origin.is_dir():
+            shutil.copytree(origin, context / source, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy(origin, context / source)
+    out = tmp_path_factory.mktemp("wheels")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
+         "--wheel-dir", str(out), str(context)],
+        check=True, capture_output=True, timeout=300,
+    )  # fmt: skip
+    (built,) = out.glob("baseten_operator-*.whl")
+    return built
+
+
+def test_the_dockerfile_builds_the_wheel_from_the_package_and_its_metadata() -> None:
+    assert sorted(dockerfile_sources()) == ["README.md", "baseten_operator", "pyproject.toml"]
+
+
+def test_the_wheel_holds_the_operator_without_simulators_sandbox_or_tests(wheel: Path) -> None:
+    names = zipfile.ZipFile(wheel).namelist()
+    assert not [n for n in names if n.startswith(SOURCE_ONLY)]
+    assert not [n for n in names if n.startswith(("test/", "tests/", "hack/"))]
+    for needed in (
+        "baseten_operator/cli.py",
+        "baseten_operator/main.py",
+        "baseten_operator/runtime/httpserver.py",
+        "baseten_operator/runtime/delegatedauth.py",
+        "baseten_operator/controller/reconciler.py",
+        "baseten_operator/truss/push_child.py",
+        "baseten_operator/py.typed",
+    ):
+        assert needed in names
+    (entry_points,) = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
+    assert (
+        "baseten-operator = baseten_operator.cli:main"
+        in zipfile.ZipFile(wheel).read(entry_points).decode()
+    )
+
+
+# Run with -S: no .pth files, so the development checkout's editable install (which would
+# resolve any baseten_operator.* name to the source tree) is out of the way; the
+# dependencies come from site-packages, added as a plain path.
+IMPORT_EVERYTHING = r"""
+import importlib, json, sys
+root, site_packages, modules = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+sys.path[:0] = [root]
+sys.path.append(site_packages)
+import baseten_operator
+assert baseten_operator.__file__.startswith(root), baseten_operator.__file__
+for module in modules:
+    importlib.import_module(module)
+from baseten_operator.cli import build_parser
+parser = build_parser()
+commands = parser._subparsers._group_actions[0].choices
+print(json.dumps(sorted(commands)))
+"""
+
+
+def test_the_installed_operator_needs_nothing_the_wheel_leaves_out(
+    wheel: Path, tmp_path: Path
+) -> None:
+    zipfile.ZipFile(wheel).extractall(tmp_path)
+    modules = [
+        name.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
+        for name in zipfile.ZipFile(wheel).namelist()
+        if name.endswith(".py") and not name.endswith("__main__.py")
+    ]
+    done = subprocess.run(
+        [sys.executable, "-S", "-c", IMPORT_EVERYTHING, str(tmp_path),
+         sysconfig.get_paths()["purelib"], json.dumps(modules)],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == ["crd", "plan", "run"]  # no `sandbox` without its package
+
+
+# --------------------------------------------------------------------------- SBOM
+
+
+def test_make_sbom_describes_the_locked_closure_in_cyclonedx(tmp_path: Path) -> None:
+    recipe = (REPO / "Makefile").read_text()
+    command = "cyclonedx-py requirements requirements.lock --pyproject pyproject.toml"
+    assert command in recipe and "--output-format JSON --output-reproducible" in recipe
+    out = tmp_path / "sbom.cdx.json"
+    subprocess.run(
+        [str(Path(sys.executable).parent / "cyclonedx-py"), *command.split()[1:],
+         "--output-format", "JSON", "--output-reproducible", "--output-file", str(out)],
+        check=True, capture_output=True, timeout=120, cwd=REPO,
+    )  # fmt: skip
+    bom = json.loads(out.read_text())
+    assert bom["bomFormat"] == "CycloneDX"
+    assert bom["metadata"]["component"]["name"] == "baseten-operator"
+    described = {canonicalize_name(c["name"]): c["version"] for c in bom["components"]}
+    assert described == {name: entry.version for name, entry in parse_lock(LOCK).items()}
+    hashed = [c for c in bom["components"] if any(r.get("hashes") for r in c["externalReferences"])]
+    assert len(hashed) == len(bom["components"])
