@@ -288,7 +288,9 @@ class KubeClient:
         """
         configuration = copy.copy(self.api_client.configuration)
         configuration.retries = urllib3.Retry(total=0, redirect=0, raise_on_status=False)
-        return KubeClient(k8s_client.ApiClient(configuration), request_timeout=self.request_timeout)
+        api_client = k8s_client.ApiClient(configuration)
+        api_client.user_agent = self.api_client.user_agent  # the same replica, named alike
+        return KubeClient(api_client, request_timeout=self.request_timeout)
 
     # -- construction -------------------------------------------------------------------
 

@@ -255,6 +255,8 @@ def test_a_fenced_client_reads_but_refuses_every_write_once_fenced_off(
 
 
 def test_a_client_without_connect_retries_gives_up_at_its_timeout(kube: Any) -> None:
+    kube.api_client.user_agent = "baseten-operator/test (replica-a)"
     single = kube.without_connect_retries()
     assert single.api_client.configuration.retries.total == 0
+    assert single.api_client.user_agent == "baseten-operator/test (replica-a)"
     assert kube.api_client.configuration.retries.total == 3  # the original keeps its own
