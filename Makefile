@@ -14,10 +14,12 @@ DIST ?= dist
 help: ## List the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
 
-$(STAMP): pyproject.toml
+# The venv gets the Dockerfile's hash-checked build tools first: a fresh venv's setuptools is
+# too old for pyproject's license field, and the wheel test builds without isolation.
+$(STAMP): pyproject.toml requirements-build.lock
 	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) is required"; exit 1; }
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q --require-hashes -r requirements-build.lock
 	$(BIN)/pip install -q -e '.[dev]'
 	$(BIN)/pip check
 	@touch $(STAMP)
