@@ -12,6 +12,7 @@ import threading
 from dataclasses import dataclass
 
 from baseten_operator.runtime.clock import Clock
+from baseten_operator.runtime.tokenbucket import TokenBucket
 
 # Share of a limit that may be spent at once; the rest is spread over the window.
 _BURST_SHARE = 0.25
@@ -29,38 +30,11 @@ class Limit:
             raise ValueError(f"invalid rate limit {self.requests}/{self.per_seconds}s")
 
 
-class TokenBucket:
-    """Thread-safe token bucket on an injectable clock.
-
-    A caller that finds the bucket empty reserves the next token anyway (the balance
-    goes negative) and sleeps until its turn: callers are served in arrival order
-    and nobody spins.
-    """
-
-    def __init__(self, rate: float, burst: int, clock: Clock) -> None:
-        if rate <= 0 or burst < 1:
-            raise ValueError(f"invalid token bucket rate={rate} burst={burst}")
-        self.rate = rate
-        self.burst = burst
-        self._clock = clock
-        self._lock = threading.Lock()
-        self._tokens = float(burst)
-        self._last = clock.monotonic()
-
-    @classmethod
-    def for_limit(cls, limit: Limit, clock: Clock) -> TokenBucket:
-        burst = max(1, int(limit.requests * _BURST_SHARE))
-        refill = max(limit.requests - burst, 1)
-        return cls(rate=refill / limit.per_seconds, burst=burst, clock=clock)
-
-    def reserve(self) -> float:
-        """Take one token; return how long the caller must wait before using it."""
-        with self._lock:
-            now = self._clock.monotonic()
-            self._tokens = min(float(self.burst), self._tokens + (now - self._last) * self.rate)
-            self._last = now
-            self._tokens -= 1.0
-            return 0.0 if self._tokens >= 0 else -self._tokens / self.rate
+def bucket_for(limit: Limit, clock: Clock) -> TokenBucket:
+    """A bucket whose burst plus one window's refill equals the documented limit."""
+    burst = max(1, int(limit.requests * _BURST_SHARE))
+    refill = max(limit.requests - burst, 1)
+    return TokenBucket(rate=refill / limit.per_seconds, burst=burst, clock=clock)
 
 
 class EndpointRateLimiter:
@@ -79,5 +53,5 @@ class EndpointRateLimiter:
         with self._lock:
             bucket = self._buckets.get(endpoint)
             if bucket is None:
-                bucket = self._buckets[endpoint] = TokenBucket.for_limit(limit, self._clock)
+                bucket = self._buckets[endpoint] = bucket_for(limit, self._clock)
         return bucket.reserve()

@@ -26,6 +26,7 @@ from baseten_operator.runtime.client import EVENTS, AlreadyExists, KubeClient, N
 from baseten_operator.runtime.clock import Clock, RealClock, rfc3339
 from baseten_operator.runtime.logging import redact
 from baseten_operator.runtime.text import cut
+from baseten_operator.runtime.tokenbucket import TokenBucket
 
 _log = structlog.get_logger(__name__)
 
@@ -74,22 +75,6 @@ class _Written:
     count: int
 
 
-class _TokenBucket:
-    def __init__(self, burst: int, refill_seconds: float, now: float) -> None:
-        self._burst = float(burst)
-        self._rate = 1.0 / refill_seconds
-        self._tokens = self._burst
-        self._last = now
-
-    def take(self, now: float) -> bool:
-        self._tokens = min(self._burst, self._tokens + (now - self._last) * self._rate)
-        self._last = now
-        if self._tokens < 1.0:
-            return False
-        self._tokens -= 1.0
-        return True
-
-
 def _involved_object(obj: dict[str, Any]) -> dict[str, str]:
     metadata = obj.get("metadata") or {}
     fields = {
@@ -127,7 +112,7 @@ class EventRecorder:
         self._spam_burst = spam_burst
         self._spam_refill_seconds = spam_refill_seconds
         self._spam_lock = threading.Lock()
-        self._buckets: LRUCache[tuple[str, ...], _TokenBucket] = LRUCache(_CACHE_SIZE)
+        self._buckets: LRUCache[tuple[str, ...], TokenBucket] = LRUCache(_CACHE_SIZE)
         self._written: LRUCache[AggregationKey, _Written] = LRUCache(_CACHE_SIZE)  # writer only
         self._writer: threading.Thread | None = None
         self._dropped_full = metrics.EVENTS_DROPPED.labels(component=component, reason="queue_full")
@@ -159,13 +144,12 @@ class EventRecorder:
 
     def _allowed(self, involved: dict[str, str]) -> bool:
         bucket_key = tuple(involved.get(f, "") for f in ("kind", "namespace", "name", "uid"))
-        now = self._clock.monotonic()
         with self._spam_lock:
             bucket = self._buckets.get(bucket_key)
             if bucket is None:
-                bucket = _TokenBucket(self._spam_burst, self._spam_refill_seconds, now)
+                bucket = TokenBucket(1.0 / self._spam_refill_seconds, self._spam_burst, self._clock)
                 self._buckets[bucket_key] = bucket
-            return bucket.take(now)
+            return bucket.take()
 
     def start(self) -> None:
         if self._writer is not None:

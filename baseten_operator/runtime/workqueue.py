@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 from baseten_operator.runtime import metrics
 from baseten_operator.runtime.clock import Clock, RealClock
+from baseten_operator.runtime.tokenbucket import TokenBucket
 
 
 class RateLimiter(Protocol):
@@ -71,22 +72,10 @@ class BucketRateLimiter:
     """
 
     def __init__(self, qps: float = 10.0, burst: int = 100, *, clock: Clock | None = None) -> None:
-        self._qps = qps
-        self._burst = float(burst)
-        self._clock = clock or RealClock()
-        self._lock = threading.Lock()
-        self._tokens = self._burst
-        self._last = self._clock.monotonic()
+        self._bucket = TokenBucket(qps, burst, clock or RealClock())
 
     def when(self, item: Hashable) -> float:
-        with self._lock:
-            now = self._clock.monotonic()
-            self._tokens = min(self._burst, self._tokens + (now - self._last) * self._qps)
-            self._last = now
-            self._tokens -= 1.0
-            if self._tokens >= 0:
-                return 0.0
-            return -self._tokens / self._qps
+        return self._bucket.reserve()
 
     def forget(self, item: Hashable) -> None:
         """The bucket is shared; nothing per item to forget."""

@@ -1,16 +1,15 @@
-"""Token buckets: sizing from documented limits, waiting order, thread sharing, client use."""
+"""Baseten rate limits: buckets sized from documented limits, one per endpoint, client use."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
 import responses
 
 from baseten_operator.baseten.client import BasetenClient
-from baseten_operator.baseten.ratelimit import EndpointRateLimiter, Limit, TokenBucket
+from baseten_operator.baseten.ratelimit import EndpointRateLimiter, Limit, bucket_for
 from baseten_operator.runtime.clock import FakeClock
 
 
@@ -26,7 +25,7 @@ from baseten_operator.runtime.clock import FakeClock
 def test_buckets_are_sized_so_no_window_exceeds_the_limit(
     limit: Limit, burst: int, rate: float
 ) -> None:
-    bucket = TokenBucket.for_limit(limit, FakeClock())
+    bucket = bucket_for(limit, FakeClock())
     assert bucket.burst == burst
     assert bucket.rate == pytest.approx(rate)
 
@@ -34,31 +33,11 @@ def test_buckets_are_sized_so_no_window_exceeds_the_limit(
 def test_invalid_limits_are_rejected() -> None:
     with pytest.raises(ValueError):
         Limit(0, 60)
-    with pytest.raises(ValueError):
-        TokenBucket(rate=0, burst=1, clock=FakeClock())
-
-
-def test_burst_is_free_then_callers_queue_in_order() -> None:
-    clock = FakeClock()
-    bucket = TokenBucket(rate=0.25, burst=5, clock=clock)
-    assert [bucket.reserve() for _ in range(5)] == [0.0] * 5
-    assert bucket.reserve() == pytest.approx(4.0)
-    assert bucket.reserve() == pytest.approx(8.0)
-    clock.advance(4)
-    # One token came back but two callers are already queued ahead.
-    assert bucket.reserve() == pytest.approx(8.0)
-
-
-def test_refill_never_exceeds_the_burst() -> None:
-    clock = FakeClock()
-    bucket = TokenBucket(rate=1.0, burst=3, clock=clock)
-    clock.advance(1000)
-    assert [bucket.reserve() for _ in range(4)] == [0.0, 0.0, 0.0, pytest.approx(1.0)]
 
 
 def test_any_window_sees_at_most_the_documented_number(clock: Any) -> None:
     limit = Limit(20, 60)
-    bucket = TokenBucket.for_limit(limit, clock)
+    bucket = bucket_for(limit, clock)
     sent_at = []
     for _ in range(100):
         clock.advance(bucket.reserve())  # the caller waits what the bucket says
@@ -68,13 +47,6 @@ def test_any_window_sees_at_most_the_documented_number(clock: Any) -> None:
         assert len(in_window) <= limit.requests
     # ...and the bucket is not needlessly slow: 100 requests in about 5 minutes.
     assert sent_at[-1] == pytest.approx((100 - 5) * 4.0)
-
-
-def test_threads_share_one_bucket() -> None:
-    bucket = TokenBucket(rate=0.25, burst=5, clock=FakeClock())
-    with ThreadPoolExecutor(max_workers=10) as pool:
-        delays = sorted(pool.map(lambda _: bucket.reserve(), range(10)))
-    assert delays == [0.0] * 5 + [pytest.approx(4.0 * n) for n in range(1, 6)]
 
 
 def test_endpoints_have_separate_buckets() -> None:
