@@ -195,18 +195,9 @@ def by_identity(objs: list[Obj], prefix: str) -> dict[tuple[str, str], Obj]:
 KUSTOMIZE_ONLY = {("Namespace", "baseten-operator-system")}
 
 
-def differences(
-    values: Obj,
-    chart_only_args: tuple[str, ...] = (),
-    chart_only_objects: frozenset[tuple[str, str]] = frozenset(),
-) -> list[str]:
+def differences(values: Obj) -> list[str]:
     kustomized = by_identity(kustomize_default(), "baseten-operator")
     charted = by_identity(objects(values, release="my-ops"), "my-ops")
-    charted = {k: v for k, v in charted.items() if k not in chart_only_objects}
-    for container in charted[("Deployment", "controller-manager")]["spec"]["template"]["spec"][
-        "containers"
-    ]:
-        container["args"] = [a for a in container["args"] if a not in chart_only_args]
     problems = [f"only in the chart: {k}" for k in charted.keys() - kustomized.keys()]
     problems += [
         f"only in config/default: {k}" for k in kustomized.keys() - charted.keys() - KUSTOMIZE_ONLY
@@ -220,43 +211,8 @@ def differences(
     return problems
 
 
-# The chart's defaults are config/default once branches `secure` (metrics over HTTPS on :8443,
-# a PodDisruptionBudget, topology spread) and `tenancy` (aggregation into edit/admin opt-in)
-# are merged. Until a branch is in config/default, these values give config/default's state.
-SECURE_NOT_MERGED: Obj = {
-    "metrics": {"secure": False, "port": 8080},
-    "podDisruptionBudget": {"enabled": False},
-    "topologySpreadConstraints": [],
-}
-TENANCY_NOT_MERGED: Obj = {"rbac": {"aggregatedRoles": True}}
-# Branch tenancy adds these to config/rbac (reading API key Secrets in the own namespace).
-TENANCY_OBJECTS = frozenset(
-    {
-        ("Role", "api-key-secret-reader-role"),
-        ("RoleBinding", "api-key-secret-reader-rolebinding"),
-    }
-)
-
-
-def unmerged_branches() -> tuple[bool, bool]:
-    """Whether config/default still lacks branch secure's and branch tenancy's changes."""
-    rendered = kustomize_default()
-    service = next(o for o in rendered if o["kind"] == "Service")
-    editor = next(o for o in rendered if o["metadata"]["name"].endswith("basetenmodel-editor-role"))
-    return (
-        service["spec"]["ports"][0]["name"] == "metrics",
-        "rbac.authorization.k8s.io/aggregate-to-edit" in editor["metadata"]["labels"],
-    )
-
-
 def test_default_values_render_config_default() -> None:
-    secure_missing, tenancy_missing = unmerged_branches()
-    values = {**(SECURE_NOT_MERGED if secure_missing else {}),
-              **(TENANCY_NOT_MERGED if tenancy_missing else {})}  # fmt: skip
-    # Plain HTTP needs `--metrics-secure=false` only once the operator defaults to HTTPS.
-    chart_only_args = ("--metrics-secure=false",) if secure_missing else ()
-    chart_only_objects = TENANCY_OBJECTS if tenancy_missing else frozenset()
-    assert differences(values, chart_only_args, chart_only_objects) == []
+    assert differences({}) == []
 
 
 # --------------------------------------------------------------------------- the values matrix
@@ -671,9 +627,6 @@ def test_make_helm_package_writes_the_versioned_archive(tmp_path: Path) -> None:
 
 # --------------------------------------------------------------------------- the operator's CLI
 
-# Flags of the HTTPS metrics server (branch `secure`), which the CLI may not have yet.
-SECURE_METRICS_FLAGS = ("--metrics-secure", "--metrics-cert-path")
-
 
 @pytest.mark.parametrize(
     "values",
@@ -693,8 +646,6 @@ def test_rendered_arguments_are_the_operators_flags(values: Obj) -> None:
 
     args = manager(objects(values))["args"]
     parsed, unknown = build_parser().parse_known_args(["run", *args])
-    if unknown and all(arg.startswith(SECURE_METRICS_FLAGS) for arg in unknown):
-        pytest.skip(f"the CLI does not have {unknown} yet (branch secure)")
     assert unknown == []
     options = options_from_args(parsed)
     merged = chart().merge_values(values)
