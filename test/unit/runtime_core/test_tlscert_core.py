@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import ssl
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,7 +13,12 @@ import pytest
 from cryptography import x509
 
 from baseten_operator.runtime.httpserver import Response, RoutedHTTPServer
-from baseten_operator.runtime.tlscert import CertificateFiles, self_signed_pem, server_context
+from baseten_operator.runtime.tlscert import (
+    CertificateFiles,
+    self_signed,
+    self_signed_pem,
+    server_context,
+)
 
 
 def _write_pair(directory: Path, hostname: str) -> None:
@@ -74,3 +81,27 @@ def test_a_missing_certificate_fails_the_start(tmp_path: Path) -> None:
 def test_server_contexts_refuse_anything_older_than_tls_1_2(cert_dir: Path) -> None:
     context = server_context(cert_dir / "serving.crt", cert_dir / "serving.key")
     assert context.minimum_version == ssl.TLSVersion.TLSv1_2
+
+
+def test_the_self_signed_certificate_is_served_without_writing_a_file(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The pod's root filesystem is read-only: the generated key must need no writable disk."""
+
+    def no_disk(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the self-signed pair was written to a temporary directory")
+
+    monkeypatch.setattr(tempfile, "TemporaryDirectory", no_disk)
+    descriptors_before = len(os.listdir("/proc/self/fd"))
+    server = RoutedHTTPServer(
+        "127.0.0.1:0",
+        {"/metrics": lambda path, query: Response(200, b"ok")},
+        name="tls",
+        tls=self_signed(),
+    )
+    server.start()
+    try:
+        assert _served_name(server) == socket.gethostname()
+    finally:
+        server.stop()
+    assert len(os.listdir("/proc/self/fd")) <= descriptors_before  # the memory files are closed
