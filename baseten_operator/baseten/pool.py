@@ -13,6 +13,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from baseten_operator.runtime.logging import register_secret
+
 MakeClient = Callable[[str], Any]
 
 
@@ -49,6 +51,9 @@ class BasetenClientPool:
                 self._drop_unused(previous)
             client = self._clients.get(fingerprint)
             if client is None:
+                # A namespace's key is as secret as the operator's own: masked in every log
+                # line and Event from now on (a rotated-out key stays masked).
+                register_secret(api_key)
                 client = self._make_client(api_key.strip())
                 self._clients[fingerprint] = client
             return client

@@ -11,6 +11,7 @@ from responses import matchers
 from baseten_operator.baseten.client import BasetenClient
 from baseten_operator.baseten.pool import BasetenClientPool
 from baseten_operator.baseten.teams import TeamNotFound, TeamScopedClient
+from baseten_operator.runtime.logging import redact
 
 TEAM = {"id": "t1", "name": "search", "default": False, "created_at": "2026-01-01T00:00:00Z"}
 
@@ -73,3 +74,11 @@ def test_the_pool_never_holds_a_key_in_the_clear() -> None:
     pool = BasetenClientPool(object(), lambda key: object())
     pool.client_for("s", "sk-very-secret")
     assert "sk-very-secret" not in repr(vars(pool))
+
+
+def test_a_namespace_key_is_masked_in_logs_once_the_pool_holds_it() -> None:
+    pool = BasetenClientPool(object(), lambda key: object())
+    namespace_key = "sk-team-key-only-a-namespace-knows"
+    assert redact(f"echoed {namespace_key}") == f"echoed {namespace_key}"
+    pool.client_for("search-key", namespace_key)
+    assert namespace_key not in redact(f"Baseten answered: bad key {namespace_key}")
