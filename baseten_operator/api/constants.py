@@ -53,6 +53,22 @@ class RollingDeployStrategy(StrEnum):
     REPLICA = "REPLICA"
 
 
+class ScheduleCadence(StrEnum):
+    DAILY = "DAILY"
+    HOURLY = "HOURLY"
+    ONE_TIME = "ONE_TIME"
+
+
+class Weekday(StrEnum):
+    SUNDAY = "SUNDAY"
+    MONDAY = "MONDAY"
+    TUESDAY = "TUESDAY"
+    WEDNESDAY = "WEDNESDAY"
+    THURSDAY = "THURSDAY"
+    FRIDAY = "FRIDAY"
+    SATURDAY = "SATURDAY"
+
+
 # Baseten deployment statuses (docs/baseten-api.md).
 BUILDING = "BUILDING"
 DEPLOYING = "DEPLOYING"
@@ -84,6 +100,7 @@ CONFLICT = "CONFLICT"
 # status.trussPushStatus values.
 TRUSS_PUSHING: Final = "TRUSS_PUSHING"
 TRUSS_PUSH_DONE: Final = "TRUSS_PUSH_DONE"
+TRUSS_PUSH_FAILED: Final = "TRUSS_PUSH_FAILED"
 
 READY_STATUSES = frozenset({ACTIVE, SCALED_TO_ZERO})
 PROGRESSING_STATUSES = frozenset(

@@ -4,7 +4,8 @@ The types in api/types.py are the single source: their JSON schema (by alias) is
 the structural OpenAPI v3 form the API server wants ($refs inlined, `X | None` unions
 flattened, titles dropped, exclusive bounds in OpenAPI 3.0 form, a map's key length as a CEL
 rule since structural schemas have no `propertyNames`). What JSON schema cannot say (the CEL
-one-of and minReplicas <= maxReplicas, list-map conditions, printer columns) is added here.
+one-of, minReplicas <= maxReplicas, team immutability, the resources and schedule cadence
+rules, list maps and sets, printer columns) is added here.
 `make manifests` writes the result to config/crd/bases (hack/generate_manifests.py).
 """
 
@@ -17,7 +18,15 @@ from pydantic import BaseModel
 
 from baseten_operator.api import constants
 from baseten_operator.api.types import (
+    DAILY_REQUIRES_HOURS_MESSAGE,
+    HOURS_ONLY_DAILY_MESSAGE,
     MAX_REPLICAS_RULE_MESSAGE,
+    ONE_TIME_REQUIRES_TIMES_MESSAGE,
+    RESOURCES_RULE_MESSAGE,
+    TEAM_RULE_MESSAGE,
+    TIMES_ONLY_ONE_TIME_MESSAGE,
+    USE_GPU_RULE_MESSAGE,
+    WEEKDAYS_RULE_MESSAGE,
     BasetenModelSpec,
     BasetenModelStatus,
 )
@@ -38,6 +47,44 @@ REPLICAS_RULE = {
     "|| self.minReplicas <= self.maxReplicas",
     "message": MAX_REPLICAS_RULE_MESSAGE,
 }
+
+# A team may be added later, never changed or removed (lookups and pushes go through it).
+TEAM_RULE = {
+    "rule": "!has(oldSelf.team) || (has(self.team) && self.team == oldSelf.team)",
+    "message": TEAM_RULE_MESSAGE,
+}
+
+RESOURCES_RULES = [
+    {"rule": "has(self.accelerator) || has(self.cpu)", "message": RESOURCES_RULE_MESSAGE},
+    {
+        "rule": "!has(self.useGpu) || !self.useGpu || has(self.accelerator)",
+        "message": USE_GPU_RULE_MESSAGE,
+    },
+]
+
+# Which fields each cadence takes (the Go operator's rules and messages).
+SCHEDULE_RULES = [
+    {
+        "rule": "self.cadence == 'ONE_TIME' || (has(self.weekdays) && size(self.weekdays) > 0)",
+        "message": WEEKDAYS_RULE_MESSAGE,
+    },
+    {
+        "rule": "self.cadence != 'ONE_TIME' || (has(self.startAt) && has(self.endAt))",
+        "message": ONE_TIME_REQUIRES_TIMES_MESSAGE,
+    },
+    {
+        "rule": "self.cadence == 'ONE_TIME' || (!has(self.startAt) && !has(self.endAt))",
+        "message": TIMES_ONLY_ONE_TIME_MESSAGE,
+    },
+    {
+        "rule": "self.cadence != 'DAILY' || (has(self.startHour) && has(self.endHour))",
+        "message": DAILY_REQUIRES_HOURS_MESSAGE,
+    },
+    {
+        "rule": "self.cadence == 'DAILY' || (!has(self.startHour) && !has(self.endHour))",
+        "message": HOURS_ONLY_DAILY_MESSAGE,
+    },
+]
 
 PRINTER_COLUMNS: list[dict[str, Any]] = [
     {"name": "Model", "type": "string", "jsonPath": ".spec.modelName"},
@@ -146,9 +193,19 @@ def root_schema() -> JsonSchema:
 def spec_schema() -> JsonSchema:
     schema = structural_schema(BasetenModelSpec)
     schema["description"] = "Desired state of the model in its Baseten environment."
-    schema["x-kubernetes-validations"] = [dict(ONE_OF_RULE)]
-    autoscaling = schema["properties"]["environment"]["properties"]["autoscaling"]
-    autoscaling["x-kubernetes-validations"] = [dict(REPLICAS_RULE)]
+    schema["x-kubernetes-validations"] = [dict(ONE_OF_RULE), dict(TEAM_RULE)]
+    environment = schema["properties"]["environment"]["properties"]
+    environment["autoscaling"]["x-kubernetes-validations"] = [dict(REPLICAS_RULE)]
+    resources = schema["properties"]["trussConfig"]["properties"]["resources"]
+    resources["x-kubernetes-validations"] = [dict(rule) for rule in RESOURCES_RULES]
+    schedules = environment["autoscalingSchedule"]["properties"]["schedules"]
+    # Schedules are keyed by name (server-side apply merges them one by one), weekdays a set.
+    schedules["x-kubernetes-list-type"] = "map"
+    schedules["x-kubernetes-list-map-keys"] = ["name"]
+    schedule = schedules["items"]
+    schedule["x-kubernetes-validations"] = [dict(rule) for rule in SCHEDULE_RULES]
+    schedule["properties"]["weekdays"]["x-kubernetes-list-type"] = "set"
+    schedule["properties"]["autoscaling"]["x-kubernetes-validations"] = [dict(REPLICAS_RULE)]
     return schema
 
 

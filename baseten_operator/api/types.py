@@ -18,6 +18,8 @@ from baseten_operator.api.constants import (
     Mode,
     PromotionCleanupStrategy,
     RollingDeployStrategy,
+    ScheduleCadence,
+    Weekday,
 )
 
 ENVIRONMENT_NAME_PATTERN = r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$"
@@ -40,6 +42,16 @@ TIME_MAX = 64  # RFC 3339 timestamps
 MAP_MAX = 100  # properties of any map, items of any list
 
 MAX_REPLICAS_RULE_MESSAGE = "minReplicas must be less than or equal to maxReplicas"
+RESOURCES_RULE_MESSAGE = "one of accelerator or cpu must be set"
+USE_GPU_RULE_MESSAGE = "useGpu requires accelerator"
+TEAM_RULE_MESSAGE = "team is immutable once set"
+WEEKDAYS_RULE_MESSAGE = "weekdays is required for DAILY and HOURLY schedules"
+ONE_TIME_REQUIRES_TIMES_MESSAGE = "startAt and endAt are required for ONE_TIME schedules"
+TIMES_ONLY_ONE_TIME_MESSAGE = "startAt and endAt are only valid for ONE_TIME schedules"
+DAILY_REQUIRES_HOURS_MESSAGE = "startHour and endHour are required for DAILY schedules"
+HOURS_ONLY_DAILY_MESSAGE = "startHour and endHour are only valid for DAILY schedules"
+SCHEDULES_MAX = 10  # schedules per environment (the Go operator's bound)
+ERROR_MAX = 515  # status.trussPushLastError: 512 bytes of the error, then "..."
 
 
 # Map keys and values, list items: bounded like fields (keys become a CEL rule in the CRD).
@@ -142,6 +154,113 @@ class PromotionSettings(ApiModel):
     )
 
 
+class ScheduleAutoscaling(ApiModel):
+    """A schedule window's settings: min and max always, the rest inherit the environment's
+    when unset (sent as null)."""
+
+    min_replicas: int = Field(..., ge=0, description="Minimum replicas during the window.")
+    max_replicas: int = Field(..., ge=1, description="Maximum replicas during the window.")
+    concurrency_target: int | None = Field(
+        default=None, ge=1, description="Concurrent requests per replica; unset: inherit."
+    )
+    autoscaling_window: int | None = Field(
+        default=None, ge=0, description="Averaging window in seconds; unset: inherit."
+    )
+    scale_down_delay: int | None = Field(
+        default=None, ge=0, description="Seconds before scaling down; unset: inherit."
+    )
+    target_utilization_percentage: int | None = Field(
+        default=None, ge=1, le=100, description="Target utilization (1-100); unset: inherit."
+    )
+    target_in_flight_tokens: int | None = Field(
+        default=None, ge=1, description="Target in-flight tokens (early access); unset: inherit."
+    )
+    max_scale_down_rate: int | None = Field(
+        default=None,
+        ge=1,
+        le=50,
+        description="Most replicas removed per autoscaling window, in percent (1-50); "
+        "unset: inherit.",
+    )
+
+    @model_validator(mode="after")
+    def _min_not_above_max(self) -> ScheduleAutoscaling:
+        if self.min_replicas > self.max_replicas:
+            raise ValueError(MAX_REPLICAS_RULE_MESSAGE)
+        return self
+
+
+class Schedule(ApiModel):
+    """One window: DAILY (weekdays, hours and minutes), HOURLY (weekdays, minutes of every
+    hour) or ONE_TIME (startAt to endAt). The cadence rules are CEL in the CRD."""
+
+    name: str = Field(..., min_length=1, max_length=NAME_MAX, description="Schedule name.")
+    enabled: bool = Field(default=True, description="Whether the schedule applies.")
+    cadence: ScheduleCadence = Field(..., description="DAILY, HOURLY or ONE_TIME.")
+    weekdays: list[Weekday] | None = Field(
+        default=None, max_length=7, description="Days the window recurs (DAILY, HOURLY)."
+    )
+    start_hour: int | None = Field(
+        default=None, ge=0, le=23, description="Hour the window opens (DAILY only)."
+    )
+    end_hour: int | None = Field(
+        default=None, ge=0, le=23, description="Hour the window closes (DAILY only)."
+    )
+    start_minute: int = Field(
+        default=0, ge=0, le=59, description="Minute the window opens (DAILY, HOURLY)."
+    )
+    end_minute: int = Field(
+        default=0, ge=0, le=59, description="Minute the window closes (DAILY, HOURLY)."
+    )
+    start_at: str | None = Field(
+        default=None,
+        max_length=TIME_MAX,
+        json_schema_extra={"format": "date-time"},
+        description="Start of the window, RFC 3339 (ONE_TIME only).",
+    )
+    end_at: str | None = Field(
+        default=None,
+        max_length=TIME_MAX,
+        json_schema_extra={"format": "date-time"},
+        description="End of the window (exclusive), RFC 3339 (ONE_TIME only).",
+    )
+    autoscaling: ScheduleAutoscaling = Field(..., description="Settings during the window.")
+
+    @model_validator(mode="after")
+    def _cadence_fields(self) -> Schedule:
+        one_time = self.cadence == ScheduleCadence.ONE_TIME
+        daily = self.cadence == ScheduleCadence.DAILY
+        times = (self.start_at is not None, self.end_at is not None)
+        hours = (self.start_hour is not None, self.end_hour is not None)
+        if not one_time and not self.weekdays:
+            raise ValueError(WEEKDAYS_RULE_MESSAGE)
+        if one_time and not all(times):
+            raise ValueError(ONE_TIME_REQUIRES_TIMES_MESSAGE)
+        if not one_time and any(times):
+            raise ValueError(TIMES_ONLY_ONE_TIME_MESSAGE)
+        if daily and not all(hours):
+            raise ValueError(DAILY_REQUIRES_HOURS_MESSAGE)
+        if not daily and any(hours):
+            raise ValueError(HOURS_ONLY_DAILY_MESSAGE)
+        return self
+
+
+class AutoscalingSchedule(ApiModel):
+    """Present: the operator owns the environment's whole schedule collection."""
+
+    timezone: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=SHORT_MAX,
+        description="IANA time zone of every schedule; unset: keep Baseten's.",
+    )
+    schedules: list[Schedule] | None = Field(
+        default=None,
+        max_length=SCHEDULES_MAX,
+        description="The schedules, by unique name; the operator deletes any other.",
+    )
+
+
 class EnvironmentSpec(ApiModel):
     name: str = Field(
         ...,
@@ -154,6 +273,11 @@ class EnvironmentSpec(ApiModel):
     )
     promotion_settings: PromotionSettings | None = Field(
         default=None, description="Environment promotion settings; drift is corrected."
+    )
+    autoscaling_schedule: AutoscalingSchedule | None = Field(
+        default=None,
+        description="Autoscaling schedules; drift is corrected. Unset: schedules are never "
+        "read or written.",
     )
 
 
@@ -175,10 +299,35 @@ class OrphanDeploymentCleanup(ApiModel):
 
 
 class Resources(ApiModel):
-    accelerator: str = Field(
-        ..., max_length=SHORT_MAX, description="Accelerator, e.g. H100:1, A100:4, L4."
+    """A GPU (`accelerator`) or a CPU-only instance (`cpu`, `memory`): the rules are CEL in the
+    CRD (api/crd.py) and repeated here for objects the API server did not check."""
+
+    accelerator: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=SHORT_MAX,
+        description="Accelerator, e.g. H100:1, A100:4, L4. One of accelerator or cpu is required.",
     )
-    use_gpu: bool | None = Field(default=None, description="Whether the model uses a GPU.")
+    use_gpu: bool | None = Field(
+        default=None, description="Whether the model uses a GPU (requires accelerator)."
+    )
+    cpu: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=SHORT_MAX,
+        description='CPU request in truss format, e.g. "2" or "500m" (CPU-only models).',
+    )
+    memory: str | None = Field(
+        default=None, min_length=1, max_length=SHORT_MAX, description="Memory, e.g. 8Gi."
+    )
+
+    @model_validator(mode="after")
+    def _accelerator_or_cpu(self) -> Resources:
+        if self.accelerator is None and self.cpu is None:
+            raise ValueError(RESOURCES_RULE_MESSAGE)
+        if self.use_gpu and self.accelerator is None:
+            raise ValueError(USE_GPU_RULE_MESSAGE)
+        return self
 
 
 class DockerAuth(ApiModel):
@@ -275,6 +424,13 @@ class BasetenModelSpec(ApiModel):
     model_name: str = Field(
         ..., min_length=1, max_length=NAME_MAX, description="Model name in Baseten."
     )
+    team: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=NAME_MAX,
+        description="Baseten team of the model (lookups and pushes go through it); "
+        "immutable once set.",
+    )
     mode: Mode = Field(
         default=Mode.RECONCILE, description="Reconcile (default), Observe (read-only) or Pause."
     )
@@ -336,6 +492,15 @@ class Condition(ApiModel):
     )
 
 
+class PromotionProgress(ApiModel):
+    phase: str | None = Field(
+        max_length=SHORT_MAX, default=None, description="RELEASING, RAMPING_UP, RAMPING_DOWN, ..."
+    )
+    traffic_percent: int | None = Field(
+        default=None, description="Traffic routed to the candidate, in percent."
+    )
+
+
 class BasetenModelStatus(ApiModel):
     model_id: str | None = Field(
         max_length=NAME_MAX, default=None, alias="modelID", description="Baseten model ID."
@@ -381,11 +546,20 @@ class BasetenModelStatus(ApiModel):
     truss_config_hash: str | None = Field(
         max_length=SHORT_MAX, default=None, description="Hash of the pushed trussConfig."
     )
-    truss_push_status: Literal["TRUSS_PUSHING", "TRUSS_PUSH_DONE"] | None = Field(
-        default=None, description="TRUSS_PUSHING or TRUSS_PUSH_DONE."
+    truss_push_status: Literal["TRUSS_PUSHING", "TRUSS_PUSH_DONE", "TRUSS_PUSH_FAILED"] | None = (
+        Field(default=None, description="TRUSS_PUSHING, TRUSS_PUSH_DONE or TRUSS_PUSH_FAILED.")
     )
     truss_push_time: str | None = Field(
         max_length=TIME_MAX, default=None, description="When the last push started."
+    )
+    truss_push_failure_count: int | None = Field(
+        default=None, description="Failed pushes of the current deployment name in a row."
+    )
+    truss_push_last_error: str | None = Field(
+        max_length=ERROR_MAX, default=None, description="Error of the last failed push."
+    )
+    truss_push_next_retry_time: str | None = Field(
+        max_length=TIME_MAX, default=None, description="Earliest next push after a failure."
     )
     last_cleanup_time: str | None = Field(
         max_length=TIME_MAX, default=None, description="Last orphan cleanup."
@@ -396,6 +570,12 @@ class BasetenModelStatus(ApiModel):
     deployment_retry_count: int | None = Field(default=None, description="Retries so far.")
     next_retry_time: str | None = Field(
         max_length=TIME_MAX, default=None, description="Earliest next retry."
+    )
+    promotion: PromotionProgress | None = Field(
+        default=None, description="The environment's promotion in progress, while one ramps."
+    )
+    instance_type: str | None = Field(
+        max_length=NAME_MAX, default=None, description="The environment's instance type."
     )
     observed_generation: int | None = Field(
         default=None, description="metadata.generation last reconciled."

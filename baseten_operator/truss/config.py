@@ -1,8 +1,8 @@
 """The truss directory the operator pushes: config.yaml from the CR's trussConfig, plus the script.
 
 The CR spells fields in camelCase; truss's config.yaml in snake_case (docs/contract.md section 5).
-Only what the CR sets is written: truss fills in its own defaults, and an empty
-accelerator is left out because truss refuses one (a CPU-only model).
+Only what the CR sets is written: truss fills in its own defaults, and a CPU-only model
+(`cpu`/`memory`, no accelerator) gets no accelerator key, which truss would refuse empty.
 """
 
 from __future__ import annotations
@@ -19,6 +19,12 @@ CONFIG_FILE = "config.yaml"
 SETUP_SCRIPT_FILE = Path("data") / "setup.sh"
 
 # (CR key, config.yaml key) of nested objects whose fields map one to one.
+_RESOURCES_FIELDS = (
+    ("accelerator", "accelerator"),
+    ("useGpu", "use_gpu"),
+    ("cpu", "cpu"),  # a string, so YAML quotes a bare number: cpu: '2'
+    ("memory", "memory"),
+)
 _DOCKER_AUTH_FIELDS = (
     ("authMethod", "auth_method"),
     ("secretName", "secret_name"),
@@ -57,9 +63,7 @@ def truss_config_yaml_dict(model_name: str, truss_config: TrussConfigLike) -> di
         config["python_version"] = spec["pythonVersion"]
 
     resources = spec.get("resources") or {}
-    config["resources"] = _mapped(
-        resources, (("accelerator", "accelerator"), ("useGpu", "use_gpu"))
-    )
+    config["resources"] = _mapped(resources, _RESOURCES_FIELDS)
 
     for camel, snake in (("secrets", "secrets"), ("environmentVariables", "environment_variables")):
         if _present(spec.get(camel)):

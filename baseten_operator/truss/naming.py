@@ -12,7 +12,8 @@ so ``J`` is reproduced byte for byte (docs/truss.md):
   nested objects) are written whenever present, so a present ``false``, ``0`` or ``""``
   is kept and a present empty object is written as ``{}``;
 - ``resources`` and ``baseImage`` are value structs in Go: always written, as are
-  ``accelerator``, ``image``, every ``dockerAuth`` field and both ``configMapRef`` fields;
+  ``image``, every ``dockerAuth`` field and both ``configMapRef`` fields; in ``resources``,
+  ``accelerator``, ``cpu`` and ``memory`` are omitted when empty (CPU-only models);
 - map keys and every key inside ``exampleModelInput`` sorted by their UTF-8 bytes;
 - compact output, Go's string escaping (HTML-safe ``<>&``, U+2028/U+2029, lowercase
   ``\\u00XX`` for control characters, invalid UTF-8 as U+FFFD), integers as integers and
@@ -23,9 +24,9 @@ segment, ``latest`` when there is no tag) wherever the reference gives a valid n
 Where it does not, this module decides, so every name matches truss's
 ``^[0-9a-zA-Z_\\-\\.]*$``:
 
-- a digest (``@sha256:<hex>``) is cut off before looking for the tag; an image pinned
-  only by digest gets the tag ``sha256-<first 12 hex digits>``; a tag next to a digest
-  (``vllm:1.0@sha256:...``) wins;
+- a digest (``@sha256:<hex>``) is cut off before looking for the tag, as the Go operator
+  does: an image pinned only by digest gets the tag ``latest`` (the hash still tells two
+  digests apart) and a tag next to a digest (``vllm:1.0@sha256:...``) wins;
 - only a ``:`` inside the last path segment separates a tag, so a registry port
   (``localhost:5000/vllm``) is never taken for one;
 - any remaining character truss would refuse is replaced by ``-``.
@@ -48,7 +49,6 @@ from typing import Any, Protocol
 
 HASH_LENGTH = 8
 DEFAULT_TAG = "latest"
-DIGEST_TAG_HEX_DIGITS = 12
 TRUSS_NAME_PATTERN = re.compile(r"^[0-9a-zA-Z_\-\.]*$")
 _INVALID_NAME_CHAR = re.compile(r"[^0-9a-zA-Z_\-\.]")
 
@@ -94,8 +94,12 @@ _TRUSS_CONFIG_FIELDS: tuple[_Field, ...] = (
     _Field("pythonVersion", _Kind.STRING),
     _obj(
         "resources",
-        _Field("accelerator", _Kind.STRING, always=True),
+        # Before CPU-only models `accelerator` had no omitempty; it is never empty on a GPU
+        # config, so both layouts give existing configs the same bytes.
+        _Field("accelerator", _Kind.STRING),
         _Field("useGpu", _Kind.BOOL, pointer=True),
+        _Field("cpu", _Kind.STRING),
+        _Field("memory", _Kind.STRING),
         always=True,
     ),
     _Field("secrets", _Kind.STRING_MAP),
@@ -286,21 +290,12 @@ def image_name_and_tag(image: str) -> tuple[str, str]:
     """
     if not image:
         return "", ""
-    reference, _, digest = image.partition("@")
+    reference = image.partition("@")[0]
     repository, _, last_segment = reference.rpartition("/")
     name, colon, tag = last_segment.rpartition(":")
     if not colon:
         name, tag = last_segment, ""
-    if not tag:
-        tag = _digest_tag(digest) if digest else DEFAULT_TAG
-    return _sanitize(name), _sanitize(tag)
-
-
-def _digest_tag(digest: str) -> str:
-    algorithm, colon, hex_digits = digest.partition(":")
-    if not colon:
-        return digest[:DIGEST_TAG_HEX_DIGITS]
-    return f"{algorithm}-{hex_digits[:DIGEST_TAG_HEX_DIGITS]}"
+    return _sanitize(name), _sanitize(tag or DEFAULT_TAG)
 
 
 def name_for_hash(image: str, hash_: str) -> str:

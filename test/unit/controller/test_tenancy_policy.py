@@ -183,3 +183,32 @@ def test_a_paused_cr_needs_no_key(h) -> None:
     h.create(mode="Pause")
     h.run()
     assert h.word() == "PAUSED"
+
+
+def test_a_crs_own_team_looks_its_model_up_in_the_team(h) -> None:
+    h.steady_world()
+    h.baseten.model_teams["m1"] = h.baseten.teams.setdefault("search", "team-search")
+    h.create(team="search")
+    h.run()
+    assert h.word() == "ACTIVE"
+    assert h.baseten.called("list_teams") == [("search",)]
+    assert h.baseten.called("find_model") == []
+
+
+def test_a_crs_team_must_be_its_namespaces_team(h) -> None:
+    h.namespaces.annotate("default", team="search")
+    h.create(team="ranking")
+    h.run()
+    assert violation(h)[1] == (
+        "namespace policy: team 'ranking' is not allowed in namespace default "
+        "(models.baseten.com/team: search)"
+    )
+
+
+def test_the_same_team_on_the_cr_and_its_namespace_is_no_violation(h) -> None:
+    h.steady_world()
+    h.baseten.model_teams["m1"] = h.baseten.teams.setdefault("search", "team-search")
+    h.namespaces.annotate("default", team="search")
+    h.create(team="search")
+    h.run()
+    assert h.word() == "ACTIVE"

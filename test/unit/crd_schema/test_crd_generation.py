@@ -130,7 +130,14 @@ def test_spec_shape(openapi_schema: dict[str, Any]) -> None:
     assert sorted(spec["required"]) == ["environment", "modelName"]
     assert spec["properties"]["environment"]["required"] == ["name"]
     truss = spec["properties"]["trussConfig"]["properties"]
-    assert "accelerator" in truss["resources"]["required"]
+    # A GPU or a CPU-only instance: the choice is a rule, not a required field.
+    assert "required" not in truss["resources"]
+    assert truss["resources"]["x-kubernetes-validations"] == [
+        {"rule": "has(self.accelerator) || has(self.cpu)",
+         "message": "one of accelerator or cpu must be set"},
+        {"rule": "!has(self.useGpu) || !self.useGpu || has(self.accelerator)",
+         "message": "useGpu requires accelerator"},
+    ]  # fmt: skip
     assert "image" in truss["baseImage"]["required"]
     example = truss["modelMetadata"]["properties"]["exampleModelInput"]
     assert example["x-kubernetes-preserve-unknown-fields"] is True and "type" not in example
@@ -138,7 +145,11 @@ def test_spec_shape(openapi_schema: dict[str, Any]) -> None:
         {
             "rule": "has(self.sourceDeploymentName) != has(self.trussConfig)",
             "message": "exactly one of sourceDeploymentName or trussConfig must be set",
-        }
+        },
+        {
+            "rule": "!has(oldSelf.team) || (has(self.team) && self.team == oldSelf.team)",
+            "message": "team is immutable once set",
+        },
     ]
     assert spec["properties"]["modelName"]["description"] == "Model name in Baseten."
 
@@ -159,6 +170,11 @@ def test_status_shape(openapi_schema: dict[str, Any]) -> None:
         "trussConfigHash",
         "trussPushStatus",
         "trussPushTime",
+        "trussPushFailureCount",
+        "trussPushLastError",
+        "trussPushNextRetryTime",
+        "promotion",
+        "instanceType",
         "lastCleanupTime",
         "firstDeploymentFailureTime",
         "deploymentRetryCount",
@@ -400,7 +416,6 @@ def test_enum_violations_are_rejected(
         "spec.environment",
         "spec.environment.name",
         "spec.trussConfig.resources",
-        "spec.trussConfig.resources.accelerator",
         "spec.trussConfig.baseImage",
         "spec.trussConfig.baseImage.image",
         "spec.trussConfig.setupScript.configMapRef.key",

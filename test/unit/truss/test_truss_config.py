@@ -137,3 +137,18 @@ def test_truss_loads_the_complete_example_and_round_trips(
     assert loaded["runtime"]["predict_concurrency"] == 256
     assert loaded["model_metadata"] == EXPECTED_COMPLETE["model_metadata"]
     assert loaded["data_dir"] == "data"
+
+
+def test_a_cpu_only_model_maps_cpu_and_memory_and_truss_loads_it(tmp_path: Path) -> None:
+    config = {
+        "resources": {"cpu": "2", "memory": "4Gi", "useGpu": False},
+        "baseImage": {"image": "public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo:v0.29.0"},
+    }
+    rendered = render_config_yaml("cpu-model", config)
+    assert "cpu: '2'" in rendered  # a string, as truss wants it, not the number 2
+    assert yaml.safe_load(rendered)["resources"] == {"use_gpu": False, "cpu": "2", "memory": "4Gi"}
+    loaded = _load_with_truss(write_truss_dir(tmp_path / "truss", "cpu-model", config, ""))
+    assert loaded["resources"]["cpu"] == "2"
+    assert loaded["resources"]["memory"] == "4Gi"
+    assert loaded["resources"]["use_gpu"] is False
+    assert not loaded["resources"].get("accelerator")

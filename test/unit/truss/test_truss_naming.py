@@ -84,7 +84,7 @@ def test_setup_script_changes_the_hash(simple_config: dict[str, Any]) -> None:
     ("config", "expected"),
     [
         # Value structs and their non-omitempty fields are always written.
-        ({}, '{"resources":{"accelerator":""},"baseImage":{"image":""}}'),
+        ({}, '{"resources":{},"baseImage":{"image":""}}'),
         # omitempty strings, maps and lists vanish when empty.
         (
             _minimal(pythonVersion="", secrets={}, environmentVariables={}),
@@ -189,6 +189,48 @@ def test_escaping_applies_to_keys_values_and_the_script_is_raw_utf8() -> None:
     assert config_hash(config, "é") != config_hash(config, "e")
 
 
+# --- the Go operator's newer vectors (CPU-only resources) -----------------------------------
+
+
+def test_go_next_vectors_keep_gpu_names_and_hash_cpu_only_configs() -> None:
+    with_script = {"resources": {"accelerator": "H100:2"}, "baseImage": {"image": "test:latest"}}
+    assert go_json(with_script) == (
+        '{"resources":{"accelerator":"H100:2"},"baseImage":{"image":"test:latest"}}'
+    )
+    assert config_hash(with_script, "echo hello") == "60c81d3c"
+    gpu = {
+        "pythonVersion": "py312",
+        "resources": {"accelerator": "H100:1", "useGpu": True},
+        "baseImage": {"image": "us-docker.pkg.dev/img:v6"},
+    }
+    assert config_hash(gpu, "") == "f88ab883"
+    cpu_only = {
+        "resources": {"cpu": "2", "memory": "4Gi", "useGpu": False},
+        "baseImage": {"image": "public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo:v0.29.0"},
+    }
+    assert go_json(cpu_only) == (
+        '{"resources":{"useGpu":false,"cpu":"2","memory":"4Gi"},'
+        '"baseImage":{"image":"public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo:v0.29.0"}}'
+    )
+    assert config_hash(cpu_only, "") == "9cb42d46"
+    assert deployment_name(cpu_only, "") == "depl-vllm-cpu-release-repo-v0.29.0-9cb42d46"
+
+
+def test_cpu_and_memory_change_the_hash() -> None:
+    base = {"resources": {"cpu": "2"}, "baseImage": {"image": "img"}}
+    more_cpu = {"resources": {"cpu": "4"}, "baseImage": {"image": "img"}}
+    with_memory = {"resources": {"cpu": "2", "memory": "8Gi"}, "baseImage": {"image": "img"}}
+    assert len({config_hash(c, "") for c in (base, more_cpu, with_memory)}) == 3
+
+
+def test_images_pinned_only_by_digest_differ_by_hash_not_by_name() -> None:
+    first = {"resources": {"cpu": "1"}, "baseImage": {"image": "r.io/vllm@sha256:" + "a" * 64}}
+    second = {"resources": {"cpu": "1"}, "baseImage": {"image": "r.io/vllm@sha256:" + "b" * 64}}
+    names = {deployment_name(first, ""), deployment_name(second, "")}
+    assert len(names) == 2
+    assert all(name.startswith("depl-vllm-latest-") for name in names)
+
+
 # --- image name and tag ------------------------------------------------------------------
 
 
@@ -201,9 +243,10 @@ def test_escaping_applies_to_keys_values_and_the_script_is_raw_utf8() -> None:
         ("library/nginx", ("nginx", "latest")),
         ("localhost:5000/vllm", ("vllm", "latest")),
         ("localhost:5000/team/vllm:v1", ("vllm", "v1")),
-        ("repo/vllm@sha256:0123456789abcdef0123456789", ("vllm", "sha256-0123456789ab")),
+        ("repo/vllm@sha256:0123456789abcdef0123456789", ("vllm", "latest")),
         ("repo/vllm:1.0@sha256:0123456789abcdef", ("vllm", "1.0")),
-        ("localhost:5000/vllm@sha256:abcdef", ("vllm", "sha256-abcdef")),
+        ("localhost:5000/vllm@sha256:abcdef", ("vllm", "latest")),
+        ("r.io/vllm:0.11.2.1@sha256:abcdef", ("vllm", "0.11.2.1")),
         ("", ("", "")),
     ],
 )
