@@ -127,6 +127,9 @@ class EnvironmentV1(ApiResponse):
     promotion_settings: PromotionSettingsV1 | None = None
     instance_type: InstanceTypeV1 | None = None
     in_progress_promotion: InProgressPromotionV1 | None = None
+    # Kept raw: decoded (baseten/schedules.py) only where schedules matter, so a collection
+    # this operator cannot read never fails the whole environment.
+    autoscaling_schedules: Any = None
 
 
 class RetryResult(ApiResponse):
