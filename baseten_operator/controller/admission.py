@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from baseten_operator.api.constants import FAILED, EventReason, Mode
+from baseten_operator.baseten.teams import TeamScopedClient
 from baseten_operator.controller.context import Pass, Requeue
 from baseten_operator.controller.namespace_policy import NamespacePolicy
 from baseten_operator.controller.ownership import ensure_not_shared, ensure_owner
@@ -54,6 +55,7 @@ def _scoped(p: Pass, tenancy: Tenancy, policy: NamespacePolicy, retry: float | N
         p.set(FAILED, str(error))
         raise Requeue(retry) from error  # the Secret watch brings it back when it appears
     pusher = p.deps.pusher
-    if pusher is not None and (api_key is not None or team is not None):
-        pusher = ScopedPusher(pusher, api_key, client if team else None)
+    team_client = client if isinstance(client, TeamScopedClient) else None
+    if pusher is not None and (api_key is not None or team_client is not None):
+        pusher = ScopedPusher(pusher, api_key, team_client)
     return replace(p, deps=replace(p.deps, baseten=client, pusher=pusher))

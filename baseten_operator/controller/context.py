@@ -10,7 +10,14 @@ from typing import TYPE_CHECKING, Any
 from baseten_operator.api.constants import EventReason, event_type
 from baseten_operator.api.types import BasetenModelSpec, BasetenModelStatus
 from baseten_operator.baseten.errors import BasetenAPIError
-from baseten_operator.controller.ports import ObjectCache, Recorder, SiblingLookup
+from baseten_operator.controller.ports import (
+    BasetenAPI,
+    KubeAPI,
+    ObjectCache,
+    Pusher,
+    Recorder,
+    SiblingLookup,
+)
 from baseten_operator.controller.status import StatusWriter
 from baseten_operator.controller.timing import Timing
 from baseten_operator.runtime.clock import Clock
@@ -46,15 +53,15 @@ def raise_if_model_gone(error: BasetenAPIError) -> None:
 class Dependencies:
     """Everything a pass talks to, injected (tests pass fakes)."""
 
-    kube: Any  # KubeClient: status and finalizer writes
-    baseten: Any  # BasetenClient
+    kube: KubeAPI  # status and finalizer writes
+    baseten: BasetenAPI  # the namespace's client once admitted (admission.py)
     recorder: Recorder
     clock: Clock
     timing: Timing
     models: ObjectCache  # the BasetenModel informer
     configmaps: ObjectCache  # the ConfigMap informer (setup scripts)
     siblings: SiblingLookup
-    pusher: Any = None  # TrussPusher; None when pushes are not possible
+    pusher: Pusher | None = None  # None when pushes are not possible
     # U[0, 1) for retry jitter; injectable so tests pin the backoff.
     random: Callable[[], float] = field(default=random.random)
     # Namespace policy, ownership and per-namespace keys; None: one tenant (no rules).

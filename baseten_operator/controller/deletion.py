@@ -21,6 +21,7 @@ from baseten_operator.baseten.errors import BasetenAPIError
 from baseten_operator.baseten.models import EnvironmentV1
 from baseten_operator.controller import messages
 from baseten_operator.controller.context import Pass, Requeue
+from baseten_operator.controller.ports import KubeAPI
 from baseten_operator.runtime.client import NotFound
 
 log = structlog.get_logger(__name__)
@@ -30,7 +31,7 @@ def has_finalizer(obj: dict[str, Any]) -> bool:
     return FINALIZER in (obj.get("metadata", {}).get("finalizers") or [])
 
 
-def set_finalizer(kube: Any, obj: dict[str, Any], present: bool) -> None:
+def set_finalizer(kube: KubeAPI, obj: dict[str, Any], present: bool) -> None:
     """Add or remove our finalizer, conditional on the version this pass read."""
     meta = obj["metadata"]
     finalizers = [f for f in meta.get("finalizers") or [] if f != FINALIZER]

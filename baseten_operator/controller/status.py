@@ -14,7 +14,7 @@ ones become hot loops).
 from __future__ import annotations
 
 import copy
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 import structlog
 
@@ -26,6 +26,7 @@ from baseten_operator.api.constants import (
     READY_STATUSES,
 )
 from baseten_operator.api.types import BasetenModelStatus, Condition, to_wire
+from baseten_operator.controller.ports import KubeAPI
 from baseten_operator.runtime.client import Conflict, NotFound
 from baseten_operator.runtime.clock import Clock, rfc3339
 from baseten_operator.runtime.text import cut
@@ -38,12 +39,6 @@ class StaleRead(Exception):
 
     def __init__(self, name: str) -> None:
         super().__init__(f"{name} changed since this pass read it")
-
-
-class StatusClient(Protocol):
-    def get(self, res: Any, name: str, namespace: str | None = None) -> dict[str, Any]: ...
-
-    def update_status(self, res: Any, body: dict[str, Any]) -> dict[str, Any]: ...
 
 
 def parse_status(raw: Any) -> BasetenModelStatus:
@@ -125,7 +120,7 @@ def with_conditions(
 class StatusWriter:
     """The status of one object during one pass, and the writes that persist it."""
 
-    def __init__(self, client: StatusClient, obj: dict[str, Any], clock: Clock) -> None:
+    def __init__(self, client: KubeAPI, obj: dict[str, Any], clock: Clock) -> None:
         self._client = client
         self._clock = clock
         self._obj = obj
