@@ -23,7 +23,7 @@ def admit(p: Pass) -> Pass:
     violation = policy.violation(p.spec, require_policy=tenancy.require_policy)
     if violation is not None:
         entering = p.status.deployment_status != FAILED or p.status.message != violation
-        p.set(FAILED, violation)
+        p.report(FAILED, violation)
         if entering:
             p.event(EventReason.POLICY_VIOLATION, violation)
         raise Requeue()  # the Namespace watch brings it back when the policy changes
@@ -52,7 +52,7 @@ def _scoped(p: Pass, tenancy: Tenancy, policy: NamespacePolicy, retry: float | N
         client = tenancy.baseten_for(policy, team)
         api_key = tenancy.api_key(policy)
     except ApiKeyUnavailable as error:
-        p.set(FAILED, str(error))
+        p.report(FAILED, str(error))
         raise Requeue(retry) from error  # the Secret watch brings it back when it appears
     pusher = p.deps.pusher
     team_client = client if isinstance(client, TeamScopedClient) else None

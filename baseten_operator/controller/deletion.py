@@ -60,19 +60,19 @@ def finalize(p: Pass) -> None:
     if p.spec.deletion_policy == DeletionPolicy.DELETE_WITH_GUARDRAILS:
         _check_guardrails(p, model_id)
 
-    p.set(DELETING, messages.deleting(model_id))
-    p.writer.flush()
+    p.report(DELETING, messages.deleting(model_id))
+    p.persist_intent()
     try:
         p.deps.baseten.delete_model(model_id)
     except BasetenAPIError as error:
         if not error.is_not_found:
             p.event(EventReason.MODEL_DELETE_FAILED, messages.delete_failed_event(model_id, error))
-            p.set(DELETE_FAILED, messages.delete_failed(model_id, error))
+            p.report(DELETE_FAILED, messages.delete_failed(model_id, error))
             raise Requeue(p.deps.timing.delete_blocked) from error
         p.event(EventReason.MODEL_DELETED, messages.model_already_deleted_event(model_id))
     else:
         p.event(EventReason.MODEL_DELETED, messages.model_deleted_event(model_id))
-    set_finalizer(p.deps.kube, p.writer.obj, present=False)
+    set_finalizer(p.deps.kube, p.stored_obj, present=False)
 
 
 def _check_guardrails(p: Pass, model_id: str) -> None:
@@ -105,7 +105,7 @@ def _check_guardrails(p: Pass, model_id: str) -> None:
 def _block(p: Pass, message: str) -> NoReturn:
     """DELETE_BLOCKED with `message`; the Event only when entering DELETE_BLOCKED."""
     entering = p.status.deployment_status != DELETE_BLOCKED
-    p.set(DELETE_BLOCKED, message)
+    p.report(DELETE_BLOCKED, message)
     if entering:
         p.event(EventReason.MODEL_DELETE_BLOCKED, message)
     raise Requeue(p.deps.timing.delete_blocked)

@@ -21,7 +21,7 @@ from baseten_operator.controller.telemetry import (
     record_orphans_holding_replicas,
 )
 from baseten_operator.controller.truss_source import SetupScriptError, truss_source_for
-from baseten_operator.runtime.clock import parse_rfc3339, rfc3339
+from baseten_operator.runtime.clock import parse_rfc3339
 
 log = structlog.get_logger(__name__)
 
@@ -57,7 +57,7 @@ def clean_up_orphans(p: Pass, model_id: str, source: str) -> None:
     gone = set(scaled_in) | set(deleted)
     holding = [o for o in review.orphans if o.name not in gone and _holds_replicas(o)]
     record_orphans_holding_replicas(p.namespace, p.name, p.spec.model_name, len(holding))
-    p.status.last_cleanup_time = rfc3339(p.deps.clock)
+    p.record_cleanup()
 
 
 def review_model_orphans(p: Pass, model_id: str, source: str) -> OrphanReview | None:

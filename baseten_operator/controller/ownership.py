@@ -85,7 +85,7 @@ def ensure_owner(p: Pass, tenancy: Tenancy) -> None:
         return
     message = messages.environment_conflict(p.env, p.spec.model_name, _key(owner))
     entering = p.status.deployment_status != CONFLICT or p.status.message != message
-    p.set(CONFLICT, message)
+    p.report(CONFLICT, message)
     if entering:
         p.event(EventReason.ENVIRONMENT_CONFLICT, message)
     raise Requeue()  # the claim watch wakes it when the owner goes or moves
@@ -111,7 +111,7 @@ def ensure_not_shared(p: Pass, tenancy: Tenancy) -> None:
     env = ((other.get("spec") or {}).get("environment") or {}).get("name") or ""
     message = messages.delete_shared(p.spec.model_name, _key(other), env)
     entering = p.status.deployment_status != DELETE_BLOCKED or p.status.message != message
-    p.set(DELETE_BLOCKED, message)
+    p.report(DELETE_BLOCKED, message)
     if entering:
         p.event(EventReason.MODEL_DELETE_BLOCKED, message)
     raise Requeue(p.deps.timing.delete_blocked)

@@ -34,9 +34,8 @@ from baseten_operator.controller.deletion import (
 from baseten_operator.controller.environment import correct_drift, ensure_environment
 from baseten_operator.controller.model_id import invalidate_model_id, resolve_model_id
 from baseten_operator.controller.observe import observe
-from baseten_operator.controller.promotion import promote_source, record_active, steady_message
-from baseten_operator.controller.source import track_source
-from baseten_operator.controller.status import StaleRead, StatusWriter
+from baseten_operator.controller.promotion import promote_source, steady_message
+from baseten_operator.controller.status import StaleRead, StatusWriter, report
 from baseten_operator.controller.telemetry import forget_model, record_model
 from baseten_operator.controller.truss_source import resolve_truss_source
 from baseten_operator.runtime.controller import Request, Result, TerminalError
@@ -75,8 +74,8 @@ class BasetenModelReconciler:
         if spec is None:
             # The API server's schema should have refused it; never act on what it means.
             message = messages.invalid_spec(problems)
-            writer.set(FAILED, message)
-            writer.commit()
+            report(writer.status, FAILED, message)
+            writer.write_outcome()
             raise TerminalError(message)
 
         if spec.effective_mode != Mode.PAUSE and not has_finalizer(obj):
@@ -88,10 +87,10 @@ class BasetenModelReconciler:
         try:
             self._run(p)
         except Requeue as done:
-            writer.commit()
+            writer.write_outcome()
             result = Result(requeue_after=done.after)
         except (ReconcileError, TerminalError):
-            writer.commit()
+            writer.write_outcome()
             raise
         except (RateLimited, StaleRead) as interrupted:
             result = _interrupted(interrupted)
@@ -126,7 +125,7 @@ class BasetenModelReconciler:
                 else:
                     finalize(p)
             except Requeue as blocked:
-                writer.commit()
+                writer.write_outcome()
                 return Result(requeue_after=blocked.after)
             except (RateLimited, StaleRead) as interrupted:
                 return _interrupted(interrupted)
@@ -143,7 +142,7 @@ def _interrupted(interruption: RateLimited | StaleRead) -> Result:
 
     Throttled (RateLimited) is not failed: the pass comes back when Baseten said it
     may. A stale read (StaleRead) comes back rate-limited, once the cache has caught up.
-    Intents already flushed stay on record.
+    Intents it already wrote stay on record.
     """
     log.info("pass interrupted, coming back later", reason=str(interruption))
     if isinstance(interruption, RateLimited):
@@ -153,25 +152,24 @@ def _interrupted(interruption: RateLimited | StaleRead) -> Result:
 
 def _pause(p: Pass) -> NoReturn:
     entering = p.status.deployment_status != PAUSED
-    p.set(PAUSED, messages.paused(p.status.message))
+    p.report(PAUSED, messages.paused(p.status.message))
     if entering:
         p.event(EventReason.RECONCILIATION_PAUSED, messages.paused_event(p.spec.model_name))
     raise Requeue()  # no Baseten call, no requeue: the next spec change wakes it
 
 
 def _reconcile(p: Pass) -> NoReturn:
-    model_id = resolve_model_id(p)  # step 6
+    resolve_model_id(p)  # step 6: into status.modelID, which every later step reads
     if p.spec.truss_config is not None:  # step 7
-        source = resolve_truss_source(p, model_id)
-        model_id = p.status.model_id or model_id
-        if not model_id:
-            raise Requeue(p.deps.timing.push_poll)  # the push creates the model
+        source = resolve_truss_source(p)
     else:
         assert p.spec.source_deployment_name is not None
         source = p.spec.source_deployment_name
-        track_source(p, source)
-    assert model_id is not None
+        p.track_source(source)
+    model_id = p.status.model_id
+    if not model_id:
+        raise Requeue(p.deps.timing.push_poll)  # the push in flight creates the model
     environment = ensure_environment(p, model_id)  # step 8
-    record_active(p, environment)
+    p.record_active(environment.current_deployment)
     correct_drift(p, model_id, environment, steady_message(p, environment))
     promote_source(p, model_id, source, environment)  # steps 9 to 14
