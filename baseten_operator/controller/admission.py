@@ -3,11 +3,13 @@ policy, the one-owner rule, and the client (key, team) the pass then uses."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from baseten_operator.api.constants import FAILED, EventReason, Mode
 from baseten_operator.baseten.teams import TeamScopedClient
-from baseten_operator.controller.context import Pass, Requeue
+from baseten_operator.controller.context import Pass
+from baseten_operator.controller.endings import AwaitChange, PassEnded, RequeueAfter
 from baseten_operator.controller.namespace_policy import NamespacePolicy
 from baseten_operator.controller.ownership import ensure_not_shared, ensure_owner
 from baseten_operator.controller.scoped_pusher import ScopedPusher
@@ -26,7 +28,7 @@ def admit(p: Pass) -> Pass:
         p.report(FAILED, violation)
         if entering:
             p.event(EventReason.POLICY_VIOLATION, violation)
-        raise Requeue()  # the Namespace watch brings it back when the policy changes
+        raise AwaitChange()  # the Namespace watch brings it back when the policy changes
     ensure_owner(p, tenancy)
     if p.spec.effective_mode == Mode.PAUSE:
         return p  # no Baseten call to make: a missing key must not hide the pause
@@ -43,17 +45,26 @@ def admit_deletion(p: Pass) -> Pass | None:
     if policy.violation(p.spec, require_policy=tenancy.require_policy) is not None:
         return None
     ensure_not_shared(p, tenancy)
-    return _scoped(p, tenancy, policy, retry=p.deps.timing.delete_blocked)
+    # Without its key, a deletion is blocked like any other: it comes back after 30s.
+    return _scoped(
+        p, tenancy, policy, key_missing=lambda: RequeueAfter(p.deps.timing.delete_blocked)
+    )
 
 
-def _scoped(p: Pass, tenancy: Tenancy, policy: NamespacePolicy, retry: float | None = None) -> Pass:
+def _scoped(
+    p: Pass,
+    tenancy: Tenancy,
+    policy: NamespacePolicy,
+    key_missing: Callable[[], PassEnded] = AwaitChange,
+) -> Pass:
     team = tenancy.team_of(p.namespace, p.spec)
     try:
         client = tenancy.baseten_for(policy, team)
         api_key = tenancy.api_key(policy)
     except ApiKeyUnavailable as error:
         p.report(FAILED, str(error))
-        raise Requeue(retry) from error  # the Secret watch brings it back when it appears
+        # Unless told otherwise, the Secret watch brings it back when the key appears.
+        raise key_missing() from error
     pusher = p.deps.pusher
     team_client = client if isinstance(client, TeamScopedClient) else None
     if pusher is not None and (api_key is not None or team_client is not None):

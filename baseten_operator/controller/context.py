@@ -1,4 +1,7 @@
-"""What one pass works with: its dependencies, the object, and how a pass ends."""
+"""What one pass works with: its dependencies, and the object whose status it builds.
+
+How a pass ends is in endings.py.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +17,6 @@ from baseten_operator.api.constants import (
     event_type,
 )
 from baseten_operator.api.types import BasetenModelSpec, BasetenModelStatus
-from baseten_operator.baseten.errors import BasetenAPIError
 from baseten_operator.baseten.models import DeploymentV1
 from baseten_operator.controller.ports import (
     BasetenAPI,
@@ -27,32 +29,9 @@ from baseten_operator.controller.ports import (
 from baseten_operator.controller.status import StatusWriter, clear_retries, report
 from baseten_operator.controller.timing import Timing
 from baseten_operator.runtime.clock import Clock, format_rfc3339, rfc3339
-from baseten_operator.runtime.controller import ReportedError
 
 if TYPE_CHECKING:
     from baseten_operator.controller.tenancy import Tenancy
-
-
-class Requeue(Exception):
-    """Ends the pass normally; the object comes back after `after` seconds (None: on change)."""
-
-    def __init__(self, after: float | None = None) -> None:
-        super().__init__(after)
-        self.after = after
-
-
-class ReconcileError(ReportedError):
-    """Ends the pass with an error its status already says: requeued rate-limited."""
-
-
-class ModelGone(Exception):
-    """A call on the cached model ID answered 404: the model must be resolved again."""
-
-
-def raise_if_model_gone(error: BasetenAPIError) -> None:
-    """Section 3.15: a 404 on a call that used the model ID means the model is gone."""
-    if error.is_not_found:
-        raise ModelGone() from error
 
 
 @dataclass

@@ -20,7 +20,8 @@ from baseten_operator.api.types import BasetenModelSpec
 from baseten_operator.baseten.errors import BasetenAPIError
 from baseten_operator.baseten.models import EnvironmentV1
 from baseten_operator.controller import messages
-from baseten_operator.controller.context import Pass, Requeue
+from baseten_operator.controller.context import Pass
+from baseten_operator.controller.endings import RequeueAfter
 from baseten_operator.controller.ports import KubeAPI
 from baseten_operator.runtime.client import NotFound
 
@@ -68,7 +69,7 @@ def finalize(p: Pass) -> None:
         if not error.is_not_found:
             p.event(EventReason.MODEL_DELETE_FAILED, messages.delete_failed_event(model_id, error))
             p.report(DELETE_FAILED, messages.delete_failed(model_id, error))
-            raise Requeue(p.deps.timing.delete_blocked) from error
+            raise RequeueAfter(p.deps.timing.delete_blocked) from error
         p.event(EventReason.MODEL_DELETED, messages.model_already_deleted_event(model_id))
     else:
         p.event(EventReason.MODEL_DELETED, messages.model_deleted_event(model_id))
@@ -108,7 +109,7 @@ def _block(p: Pass, message: str) -> NoReturn:
     p.report(DELETE_BLOCKED, message)
     if entering:
         p.event(EventReason.MODEL_DELETE_BLOCKED, message)
-    raise Requeue(p.deps.timing.delete_blocked)
+    raise RequeueAfter(p.deps.timing.delete_blocked)
 
 
 def _load(env: EnvironmentV1) -> tuple[int, int] | str:

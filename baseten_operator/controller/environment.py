@@ -16,12 +16,8 @@ from baseten_operator.baseten.settings import (
     update_payload,
 )
 from baseten_operator.controller import messages
-from baseten_operator.controller.context import (
-    Pass,
-    ReconcileError,
-    Requeue,
-    raise_if_model_gone,
-)
+from baseten_operator.controller.context import Pass
+from baseten_operator.controller.endings import ReconcileError, RequeueAfter, raise_if_model_gone
 from baseten_operator.controller.telemetry import count_drift_correction
 
 # (settings group as events and metrics name it, update event, failure event)
@@ -81,7 +77,7 @@ def _create(p: Pass, model_id: str) -> NoReturn:
         raise ReconcileError(message) from error
     p.event(EventReason.ENVIRONMENT_CREATED, messages.environment_created_event(p.env))
     p.report(PENDING, messages.environment_created(p.env))
-    raise Requeue(p.deps.timing.settings_applied)
+    raise RequeueAfter(p.deps.timing.settings_applied)
 
 
 def correct_drift(p: Pass, model_id: str, environment: EnvironmentV1, steady: str | None) -> None:
@@ -111,7 +107,7 @@ def correct_drift(p: Pass, model_id: str, environment: EnvironmentV1, steady: st
         count_drift_correction(_METRIC_GROUPS[group])
     p.report(PENDING, messages.updating_settings(steady, drift.changes))
     # The PATCH applies asynchronously: the next pass re-reads the environment.
-    raise Requeue(p.deps.timing.settings_applied)
+    raise RequeueAfter(p.deps.timing.settings_applied)
 
 
 def _drifted_groups(drift: Drift) -> list[tuple[str, EventReason, EventReason]]:

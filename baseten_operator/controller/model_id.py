@@ -11,7 +11,8 @@ from typing import NoReturn
 from baseten_operator.api.constants import FAILED, DeletionPolicy, EventReason
 from baseten_operator.baseten.errors import AmbiguousModelName, BasetenAPIError
 from baseten_operator.controller import messages
-from baseten_operator.controller.context import Pass, ReconcileError, Requeue
+from baseten_operator.controller.context import Pass
+from baseten_operator.controller.endings import ReconcileError, RequeueAfter
 
 
 def lookup_model_id(p: Pass) -> str | None:
@@ -35,7 +36,7 @@ def resolve_model_id(p: Pass) -> str | None:
     except AmbiguousModelName as error:
         # Names are unique per team only: guessing could drive someone else's model.
         p.report(FAILED, str(error))
-        raise Requeue(p.deps.timing.steady) from error
+        raise RequeueAfter(p.deps.timing.steady) from error
     except BasetenAPIError as error:
         # No ModelNotFound Warning: a failed lookup says nothing about whether it exists.
         message = messages.model_check_failed(name, error)
@@ -54,7 +55,7 @@ def _model_missing(p: Pass) -> None:
         # deletion policy is meant to tear down with everything else.
         p.report(FAILED, messages.recreation_blocked(name, policy))
         p.event(EventReason.MODEL_NOT_FOUND, messages.recreation_blocked_event(name, policy))
-        raise Requeue(p.deps.timing.recreation_blocked)
+        raise RequeueAfter(p.deps.timing.recreation_blocked)
     if p.spec.truss_config is not None:
         return  # the push creates the model
     message = messages.model_not_found(name)
@@ -69,4 +70,4 @@ def invalidate_model_id(p: Pass) -> NoReturn:
     p.forget_model_id()
     if model_id:
         p.event(EventReason.MODEL_NOT_FOUND, messages.invalidating_model_id(model_id))
-    raise Requeue(p.deps.timing.model_id_invalidated)
+    raise RequeueAfter(p.deps.timing.model_id_invalidated)

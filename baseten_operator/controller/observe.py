@@ -9,7 +9,8 @@ from baseten_operator.baseten.errors import BasetenAPIError
 from baseten_operator.baseten.models import EnvironmentV1
 from baseten_operator.baseten.settings import Change, detect_drift
 from baseten_operator.controller import messages
-from baseten_operator.controller.context import Pass, Requeue
+from baseten_operator.controller.context import Pass
+from baseten_operator.controller.endings import RequeueAfter
 from baseten_operator.controller.environment import spec_environment
 from baseten_operator.controller.model_id import invalidate_model_id, lookup_model_id
 from baseten_operator.controller.source import matches_source
@@ -45,7 +46,7 @@ def observe(p: Pass) -> NoReturn:
 
 
 def _done(p: Pass) -> NoReturn:
-    raise Requeue(p.deps.timing.observe)
+    raise RequeueAfter(p.deps.timing.observe)
 
 
 def _fail(p: Pass, message: str) -> NoReturn:

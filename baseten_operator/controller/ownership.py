@@ -16,7 +16,8 @@ from typing import Any
 from baseten_operator.api.constants import CONFLICT, DELETE_BLOCKED, EventReason, Mode
 from baseten_operator.api.types import BasetenModelSpec
 from baseten_operator.controller import messages
-from baseten_operator.controller.context import Pass, Requeue
+from baseten_operator.controller.context import Pass
+from baseten_operator.controller.endings import AwaitChange, RequeueAfter
 from baseten_operator.controller.tenancy import Tenancy
 from baseten_operator.runtime.controller import Request
 
@@ -88,7 +89,7 @@ def ensure_owner(p: Pass, tenancy: Tenancy) -> None:
     p.report(CONFLICT, message)
     if entering:
         p.event(EventReason.ENVIRONMENT_CONFLICT, message)
-    raise Requeue()  # the claim watch wakes it when the owner goes or moves
+    raise AwaitChange()  # the claim watch wakes it when the owner goes or moves
 
 
 def ensure_not_shared(p: Pass, tenancy: Tenancy) -> None:
@@ -114,7 +115,7 @@ def ensure_not_shared(p: Pass, tenancy: Tenancy) -> None:
     p.report(DELETE_BLOCKED, message)
     if entering:
         p.event(EventReason.MODEL_DELETE_BLOCKED, message)
-    raise Requeue(p.deps.timing.delete_blocked)
+    raise RequeueAfter(p.deps.timing.delete_blocked)
 
 
 def claim_changed(old: dict[str, Any], new: dict[str, Any]) -> bool:

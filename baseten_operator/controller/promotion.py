@@ -26,12 +26,8 @@ from baseten_operator.api.constants import (
 from baseten_operator.baseten.errors import BasetenAPIError
 from baseten_operator.baseten.models import DeploymentV1, EnvironmentV1
 from baseten_operator.controller import messages
-from baseten_operator.controller.context import (
-    Pass,
-    ReconcileError,
-    Requeue,
-    raise_if_model_gone,
-)
+from baseten_operator.controller.context import Pass
+from baseten_operator.controller.endings import ReconcileError, RequeueAfter, raise_if_model_gone
 from baseten_operator.controller.orphans import clean_up_orphans
 from baseten_operator.controller.retries import deadline_text, retry_failed_deployment
 from baseten_operator.controller.source import matches_source
@@ -62,7 +58,7 @@ def promote_source(p: Pass, model_id: str, source: str, environment: Environment
     if not environment.stated("current_deployment"):
         # Without it nobody can tell whether S already serves: promoting could roll back.
         p.report(PENDING, messages.promotion_data_unknown(ap, p.env, "current_deployment"))
-        raise Requeue(p.deps.timing.poll)
+        raise RequeueAfter(p.deps.timing.poll)
     if current is not None and matches_source(current.name, source):
         _current_matches(p, model_id, source, environment, current)
     if candidate is not None and matches_source(candidate.name, source):
@@ -86,10 +82,10 @@ def _current_matches(
         except BasetenAPIError as error:
             raise_if_model_gone(error)
             p.report(FAILED, messages.reactivate_failed(current.name, p.env, error))
-            raise Requeue(timing.poll) from error
+            raise RequeueAfter(timing.poll) from error
         p.report(ACTIVATING, messages.reactivating(current.name, p.env))
         p.event(EventReason.DEPLOYMENT_REACTIVATED, messages.reactivated_event(current.name, p.env))
-        raise Requeue(timing.poll)
+        raise RequeueAfter(timing.poll)
 
     had_candidate = bool(p.status.candidate_deployment_id or p.status.candidate_deployment_name)
     p.report(current.status, messages.steady(current, p.env, environment.autoscaling_settings))
@@ -99,7 +95,7 @@ def _current_matches(
             EventReason.DEPLOYMENT_ACTIVE, messages.deployment_active_event(current.name, p.env)
         )
     clean_up_orphans(p, model_id, source)
-    raise Requeue(timing.steady)
+    raise RequeueAfter(timing.steady)
 
 
 # --- step 11 -----------------------------------------------------------------------------
@@ -109,7 +105,7 @@ def _candidate_matches(p: Pass, model_id: str, ap: str, candidate: DeploymentV1)
     p.track_candidate(candidate)
     _fail_or_retry_candidate(p, model_id, ap, candidate)
     p.report(PROMOTING, messages.promoting_candidate(ap, candidate))
-    raise Requeue(p.deps.timing.poll)
+    raise RequeueAfter(p.deps.timing.poll)
 
 
 def _fail_or_retry_candidate(p: Pass, model_id: str, ap: str, candidate: DeploymentV1) -> None:
@@ -186,14 +182,14 @@ def _guard_double_promotion(
         # Another CR's promotion, or one started in the UI: one at a time per environment.
         p.report(PROMOTING, messages.blocked_by_candidate(ap, env_candidate, source))
         p.event(EventReason.PROMOTION_BLOCKED, messages.promotion_blocked_event(env_candidate.name))
-        raise Requeue(timing.poll)
+        raise RequeueAfter(timing.poll)
     if recorded is not None:
         p.report(
             PROMOTING,
             messages.blocked_by_recorded_candidate(ap, recorded.name, recorded.status),
         )
         p.event(EventReason.PROMOTION_BLOCKED, messages.promotion_blocked_event(recorded.name))
-        raise Requeue(timing.poll)
+        raise RequeueAfter(timing.poll)
 
 
 # --- step 13 -----------------------------------------------------------------------------
@@ -208,7 +204,7 @@ def _validate_source(p: Pass, model_id: str, ap: str, source: str) -> Deployment
         # A failed lookup is not an absence: say what happened, no SourceDeploymentNotFound.
         raise_if_model_gone(error)
         p.report(PENDING, messages.deployment_check_failed(ap, source, error))
-        raise Requeue(timing.poll) from error
+        raise RequeueAfter(timing.poll) from error
     if deployment is None:  # the exact-name list came back without it
         message = messages.source_not_found(ap, source)
         p.report(FAILED, message)
@@ -241,14 +237,14 @@ def _validate_source(p: Pass, model_id: str, ap: str, source: str) -> Deployment
         except BasetenAPIError as error:
             raise_if_model_gone(error)
             p.report(FAILED, messages.source_activate_failed(ap, source, error))
-            raise Requeue(timing.poll) from error
+            raise RequeueAfter(timing.poll) from error
         p.report(ACTIVATING, messages.waiting_for_source(ap, source, ACTIVATING))
-        raise Requeue(timing.poll)
+        raise RequeueAfter(timing.poll)
     if status in SOURCE_IN_PROGRESS:
         p.report(status, messages.waiting_for_source(ap, source, status))
     else:
         p.report(status, messages.waiting_for_source_status(ap, source, status))
-    raise Requeue(timing.poll)
+    raise RequeueAfter(timing.poll)
 
 
 # --- step 14 -----------------------------------------------------------------------------
@@ -279,4 +275,4 @@ def _promote(p: Pass, model_id: str, ap: str, source: str, deployment: Deploymen
     p.report(PROMOTING, messages.promoted(ap, source, p.env, promoted.status))
     p.record_promoted_source(source, deployment.id)
     p.track_candidate(promoted)
-    raise Requeue(p.deps.timing.poll)
+    raise RequeueAfter(p.deps.timing.poll)

@@ -1,9 +1,10 @@
 """One pass of Reconcile(key) (docs/contract.md section 3) and the dispatch to each mode.
 
-Every step either ends the pass or falls through. Steps end a pass by raising:
-`Requeue` (done, come back after a delay), `ReconcileError` (rate-limited retry) or
-`TerminalError` (wait for the next spec change). Whatever the ending, the status the
-pass built is written once, at the end, and only if it changed.
+Every step either ends the pass or falls through. Steps end a pass by raising one of
+endings.py's: `RequeueAfter` (done, look again after a delay), `AwaitChange` (done, until
+something changes), `ReconcileError` (rate-limited retry) or `TerminalError` (failed until
+the spec changes). Whatever the ending, the status the pass built is written once, at the
+end, and only if it changed.
 """
 
 from __future__ import annotations
@@ -18,18 +19,19 @@ from baseten_operator.api.types import BasetenModelSpec
 from baseten_operator.baseten.errors import RateLimited
 from baseten_operator.controller import messages
 from baseten_operator.controller.admission import admit, admit_deletion
-from baseten_operator.controller.context import (
-    Dependencies,
-    ModelGone,
-    Pass,
-    ReconcileError,
-    Requeue,
-)
+from baseten_operator.controller.context import Dependencies, Pass
 from baseten_operator.controller.deletion import (
     finalize,
     has_finalizer,
     retains_model,
     set_finalizer,
+)
+from baseten_operator.controller.endings import (
+    AwaitChange,
+    ModelGone,
+    PassEnded,
+    ReconcileError,
+    RequeueAfter,
 )
 from baseten_operator.controller.environment import correct_drift, ensure_environment
 from baseten_operator.controller.model_id import invalidate_model_id, resolve_model_id
@@ -86,9 +88,9 @@ class BasetenModelReconciler:
         p = Pass(self._deps, obj, spec, writer)
         try:
             self._run(p)
-        except Requeue as done:
+        except PassEnded as ending:
             writer.write_outcome()
-            result = Result(requeue_after=done.after)
+            result = ending.result()
         except (ReconcileError, TerminalError):
             writer.write_outcome()
             raise
@@ -124,9 +126,9 @@ class BasetenModelReconciler:
                     set_finalizer(self._deps.kube, obj, present=False)
                 else:
                     finalize(p)
-            except Requeue as blocked:
+            except PassEnded as blocked:
                 writer.write_outcome()
-                return Result(requeue_after=blocked.after)
+                return blocked.result()
             except (RateLimited, StaleRead) as interrupted:
                 return _interrupted(interrupted)
         forget_model(meta.get("namespace") or "", meta["name"])
@@ -155,7 +157,7 @@ def _pause(p: Pass) -> NoReturn:
     p.report(PAUSED, messages.paused(p.status.message))
     if entering:
         p.event(EventReason.RECONCILIATION_PAUSED, messages.paused_event(p.spec.model_name))
-    raise Requeue()  # no Baseten call, no requeue: the next spec change wakes it
+    raise AwaitChange()  # no Baseten call: the next spec change wakes it
 
 
 def _reconcile(p: Pass) -> NoReturn:
@@ -168,7 +170,7 @@ def _reconcile(p: Pass) -> NoReturn:
         p.track_source(source)
     model_id = p.status.model_id
     if not model_id:
-        raise Requeue(p.deps.timing.push_poll)  # the push in flight creates the model
+        raise RequeueAfter(p.deps.timing.push_poll)  # the push in flight creates the model
     environment = ensure_environment(p, model_id)  # step 8
     p.record_active(environment.current_deployment)
     correct_drift(p, model_id, environment, steady_message(p, environment))

@@ -16,7 +16,8 @@ from baseten_operator.api.constants import BUILDING, RETRYABLE_FAILURES, EventRe
 from baseten_operator.baseten.errors import BasetenAPIError
 from baseten_operator.baseten.models import DeploymentV1
 from baseten_operator.controller import messages
-from baseten_operator.controller.context import Pass, Requeue
+from baseten_operator.controller.context import Pass
+from baseten_operator.controller.endings import RequeueAfter
 from baseten_operator.controller.telemetry import count_retry
 from baseten_operator.controller.timing import go_duration
 from baseten_operator.runtime.clock import parse_rfc3339
@@ -59,7 +60,7 @@ def retry_failed_deployment(
 
     next_retry = parse_rfc3339(status.next_retry_time)
     if next_retry is not None and now < next_retry:
-        raise Requeue(next_retry - now)
+        raise RequeueAfter(next_retry - now)
 
     # Another BasetenModel on the same model may have retried it already.
     try:
@@ -67,9 +68,9 @@ def retry_failed_deployment(
     except BasetenAPIError as error:
         if not error.is_not_found:
             raise
-        raise Requeue(timing.poll) from error
+        raise RequeueAfter(timing.poll) from error
     if fresh.status not in RETRYABLE_FAILURES:
-        raise Requeue(timing.poll)
+        raise RequeueAfter(timing.poll)
 
     attempt = (status.deployment_retry_count or 0) + 1
     try:
@@ -97,7 +98,7 @@ def retry_failed_deployment(
 
     schedule_next_retry(p, now)
     log.info("deployment retry", key=p.key, deployment=deployment.name, attempt=attempt)
-    raise Requeue(timing.poll)
+    raise RequeueAfter(timing.poll)
 
 
 def schedule_next_retry(p: Pass, now: float) -> float:

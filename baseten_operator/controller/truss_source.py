@@ -22,12 +22,8 @@ from baseten_operator.api.constants import (
 from baseten_operator.api.types import TrussConfig, to_wire
 from baseten_operator.baseten.errors import BasetenAPIError
 from baseten_operator.controller import messages
-from baseten_operator.controller.context import (
-    Pass,
-    ReconcileError,
-    Requeue,
-    raise_if_model_gone,
-)
+from baseten_operator.controller.context import Pass
+from baseten_operator.controller.endings import ReconcileError, RequeueAfter, raise_if_model_gone
 from baseten_operator.controller.ports import ObjectCache
 from baseten_operator.controller.push_preflight import push_problem
 from baseten_operator.controller.retries import schedule_next_retry
@@ -134,7 +130,7 @@ def resolve_truss_source(p: Pass) -> str:
         except BasetenAPIError as error:
             raise_if_model_gone(error)
             p.report(PENDING, messages.deployment_check_failed(ap, source.name, error))
-            raise Requeue(p.deps.timing.poll) from error
+            raise RequeueAfter(p.deps.timing.poll) from error
         if existing is not None:
             if status.truss_push_status == TRUSS_PUSHING:
                 p.event(
@@ -177,7 +173,7 @@ def _push_failed(p: Pass, ap: str, name: str, error: str) -> NoReturn:
     p.record_no_push()
     if not status.first_deployment_failure_time:
         p.record_first_failure(now)
-    raise Requeue(schedule_next_retry(p, now))
+    raise RequeueAfter(schedule_next_retry(p, now))
 
 
 def _push(p: Pass, model_id: str | None, ap: str, source: TrussSource) -> NoReturn:
@@ -206,7 +202,7 @@ def _push(p: Pass, model_id: str | None, ap: str, source: TrussSource) -> NoRetu
     if pusher is not None and pusher.in_flight(name):
         # Ours, or the same config in another environment: one push, one name.
         p.report(DEPLOYING, messages.push_in_progress(ap, name))
-        raise Requeue(timing.push_poll)
+        raise RequeueAfter(timing.push_poll)
     if ours:
         # On record as pushing, yet no push of that name runs in this process, and the
         # lookup above found no deployment of that name: the replica that started it
@@ -218,10 +214,10 @@ def _push(p: Pass, model_id: str | None, ap: str, source: TrussSource) -> NoRetu
     p.track_source(name)
     next_retry = parse_rfc3339(status.next_retry_time)
     if next_retry is not None and now < next_retry:
-        raise Requeue(next_retry - now)  # backing off after a failed push
+        raise RequeueAfter(next_retry - now)  # backing off after a failed push
     if pusher is None or not pusher.has_capacity():
         p.report(PENDING, messages.waiting_for_push_capacity(ap, name))
-        raise Requeue(timing.push_poll)
+        raise RequeueAfter(timing.push_poll)
 
     p.record_push_launch(source.hash, now)
     p.report(DEPLOYING, messages.push_started(ap, name))
@@ -238,9 +234,9 @@ def _push(p: Pass, model_id: str | None, ap: str, source: TrussSource) -> NoRetu
     if not pusher.launch(request):
         p.record_no_push()
         p.report(PENDING, messages.waiting_for_push_capacity(ap, name))
-        raise Requeue(timing.push_poll)
+        raise RequeueAfter(timing.push_poll)
     p.event(
         EventReason.TRUSS_PUSH_STARTED,
         messages.push_started_event(p.spec.model_name, name, creates_model=model_id is None),
     )
-    raise Requeue(timing.push_poll)
+    raise RequeueAfter(timing.push_poll)
