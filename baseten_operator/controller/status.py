@@ -8,8 +8,9 @@ become hot loops).
 
 The few intents that must be on record before an irreversible Baseten call (first failure
 time, push launch, promotion, delete) are written earlier (`write_intent`), against the
-resourceVersion the pass read: if the object moved on meanwhile, the pass acted on stale
-data, so `write_intent` raises `StaleRead` and the call it precedes is not made.
+resourceVersion the pass read, changed or not: if the object moved on meanwhile, the pass
+acted on stale data, so `write_intent` raises `StaleRead` and the call it precedes is not
+made.
 """
 
 from __future__ import annotations
@@ -152,35 +153,42 @@ class StatusWriter:
     def write_intent(self) -> None:
         """Persist now: an intent that must be on record before the Baseten call it precedes.
 
-        StaleRead when the stored object has changed since this pass read it.
+        Conditional on the resourceVersion this pass read, and sent even when the status
+        is unchanged (a pass repeating an interrupted promote or delete, a new leader
+        inheriting an intent from a cache that lags): the write is what proves the object
+        this pass acts on is current. The API server still checks the resourceVersion of
+        an unchanged write, which is otherwise a no-op (same resourceVersion, no watch
+        event). StaleRead when the object changed, or is gone, since this pass read it.
         """
-        self._persist(reapply_on_conflict=False)
+        self._persist(intent=True)
 
     def write_outcome(self) -> None:
-        """Persist what the pass decided, merged onto the stored object if it moved on."""
-        self._persist(reapply_on_conflict=True)
+        """Persist what the pass decided, if anything changed, merged onto the stored object
+        if it moved on."""
+        self._persist(intent=False)
 
-    def _persist(self, *, reapply_on_conflict: bool) -> None:
+    def _persist(self, *, intent: bool) -> None:
         complete = with_conditions(self.status, self.generation, rfc3339(self._clock))
         rendered = to_wire(complete)
-        if rendered == self._stored:
+        if rendered == self._stored and not intent:
             return
-        self._write(rendered, reapply_on_conflict)
+        self._write(rendered, intent=intent)
         self._stored = rendered
         # Later renders compare conditions against what is now stored (not a second render,
         # whose clock may have ticked past a second and moved lastTransitionTime).
         self.status.conditions = complete.conditions
 
-    def _write(self, rendered: dict[str, Any], reapply_on_conflict: bool) -> None:
+    def _write(self, rendered: dict[str, Any], *, intent: bool) -> None:
         body = copy.deepcopy(self._obj)
         body["status"] = rendered
         try:
             self._obj = self._client.update_status(BASETENMODELS, body)
-        except NotFound:
+        except NotFound as gone:
+            if intent:
+                raise StaleRead(_name(self._obj)) from gone
             log.debug("object gone before its status write", name=_name(self._obj))
-            return
         except Conflict as conflict:
-            if not reapply_on_conflict:
+            if intent:
                 raise StaleRead(_name(self._obj)) from conflict
             # Our cached copy is stale: re-read and apply just the fields this pass changed.
             self._obj = self._reapply(rendered)

@@ -274,7 +274,11 @@ class FakeBaseten:
 
 
 class FakeKube:
-    """The API server's copy of BasetenModels: optimistic concurrency on resourceVersion."""
+    """The API server's copy of BasetenModels: optimistic concurrency on resourceVersion.
+
+    `status_writes` are the writes that changed a status (each a new resourceVersion and a
+    watch event); an unchanged one is still checked against the resourceVersion.
+    """
 
     def __init__(self) -> None:
         self.objects: dict[tuple[str, str], dict[str, Any]] = {}
@@ -307,6 +311,9 @@ class FakeKube:
             raise Conflict(409, "Conflict", "the object has been modified")
         if meta.get("resourceVersion") != stored["metadata"]["resourceVersion"]:
             raise Conflict(409, "Conflict", "the object has been modified")
+        if body["status"] == stored.get("status"):
+            # As the API server does: checked, but a no-op (same version, no watch event).
+            return copy.deepcopy(stored)
         self.status_writes.append(copy.deepcopy(body["status"]))
         updated = copy.deepcopy(stored)
         updated["status"] = copy.deepcopy(body["status"])
