@@ -88,13 +88,18 @@ def _current_matches(
         raise RequeueAfter(timing.poll)
 
     had_candidate = bool(p.status.candidate_deployment_id or p.status.candidate_deployment_name)
-    p.report(current.status, messages.steady(current, p.env, environment.autoscaling_settings))
+    steady = messages.steady(current, p.env, environment.autoscaling_settings)
+    p.report(current.status, steady)
     p.clear_candidate()
     if had_candidate:
         p.event(
             EventReason.DEPLOYMENT_ACTIVE, messages.deployment_active_event(current.name, p.env)
         )
-    clean_up_orphans(p, model_id, source)
+    skipped = clean_up_orphans(p, model_id, source)
+    if skipped is not None:
+        # Failed closed: said in the status, and tried again on the next steady pass (the
+        # same answer gives the same message, so steady passes still write nothing new).
+        p.report(current.status, messages.orphan_cleanup_skipped(steady, skipped))
     raise RequeueAfter(timing.steady)
 
 
