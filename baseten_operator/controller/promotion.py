@@ -114,7 +114,8 @@ def _candidate_matches(p: Pass, model_id: str, ap: str, candidate: DeploymentV1)
 
 
 def _fail_or_retry_candidate(p: Pass, model_id: str, ap: str, candidate: DeploymentV1) -> None:
-    """A failed candidate ends the pass (retry or terminal); any other returns."""
+    """A failed candidate ends the pass (a retry, a terminal failure, or for a stopped build
+    a look again after the steady period); any other returns."""
     status = candidate.status
     if status in RETRYABLE_FAILURES:
         p.report(status, messages.candidate_failed(ap, candidate.name, status))
@@ -130,14 +131,17 @@ def _fail_or_retry_candidate(p: Pass, model_id: str, ap: str, candidate: Deploym
 
         retry_failed_deployment(p, model_id, candidate, exhausted)
     if status == BUILD_STOPPED:
-        # A user stopped the build: never retried.
+        # A person stopped the build: never retried, but looked at again every steady
+        # period, so that a build restarted in the Baseten UI is noticed.
         message = messages.candidate_failed(ap, candidate.name, status)
+        entering = p.status.deployment_status != status or p.status.message != message
         p.report(status, message)
-        p.event(
-            EventReason.PROMOTION_FAILED,
-            messages.candidate_failed_event(candidate.name, status, exhausted=False),
-        )
-        raise TerminalError(message)
+        if entering:
+            p.event(
+                EventReason.PROMOTION_FAILED,
+                messages.candidate_failed_event(candidate.name, status, exhausted=False),
+            )
+        raise RequeueAfter(p.deps.timing.steady)
 
 
 # --- step 12 -----------------------------------------------------------------------------
@@ -249,6 +253,10 @@ def _validate_source(p: Pass, model_id: str, ap: str, source: str) -> Deployment
         p.report(status, messages.waiting_for_source(ap, source, status))
     else:
         p.report(status, messages.waiting_for_source_status(ap, source, status))
+    if status == BUILD_STOPPED:
+        # Stopped by a person: nothing to wait for unless the build is restarted in the
+        # Baseten UI, which the steady period's look notices.
+        raise RequeueAfter(timing.steady)
     raise RequeueAfter(timing.poll)
 
 

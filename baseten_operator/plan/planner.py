@@ -16,6 +16,7 @@ from typing import Any
 import structlog
 
 from baseten_operator.api.constants import (
+    BUILD_STOPPED,
     DELETE_BLOCKED,
     DELETE_FAILED,
     FAILED,
@@ -52,8 +53,9 @@ from baseten_operator.runtime.controller import Request, TerminalError
 
 log = structlog.get_logger(__name__)
 
-# Final statuses that say the operator cannot go on until something changes.
-_BLOCKED_STATUSES = frozenset({FAILED, DELETE_BLOCKED, DELETE_FAILED})
+# Final statuses that say the operator cannot go on until something changes (a stopped
+# build: until someone restarts it).
+_BLOCKED_STATUSES = frozenset({FAILED, DELETE_BLOCKED, DELETE_FAILED, BUILD_STOPPED})
 _BLOCKING_EVENTS = frozenset({str(EventReason.PROMOTION_BLOCKED)})
 _NO_WRITES = {
     Mode.OBSERVE: "Observe mode: the operator reads Baseten and reports, it never writes",
