@@ -57,7 +57,7 @@ def _scoped(
     policy: NamespacePolicy,
     key_missing: Callable[[], PassEnded] = AwaitChange,
 ) -> Pass:
-    team = tenancy.team_of(p.namespace, p.spec)
+    team = policy.team
     try:
         client = tenancy.baseten_for(policy, team)
         api_key = tenancy.api_key(policy)

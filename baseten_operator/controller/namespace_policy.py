@@ -74,17 +74,9 @@ class NamespacePolicy:
         allowed = self.allowed_deletion_policies
         if allowed is not None and policy not in allowed:
             return self._message(f"deletionPolicy {policy}", ALLOWED_DELETION_POLICIES)
-        spec_team = getattr(spec, "team", None)  # spec.team arrives with the parity issue
-        if spec_team and self.team and spec_team != self.team:
-            return self._message(f"team '{spec_team}'", TEAM)
         return None
 
     def _message(self, what: str, annotation: str) -> str:
         return messages.policy_violation(
             what, self.namespace, annotation, self.annotation(annotation)
         )
-
-
-def effective_team(spec: BasetenModelSpec, policy: NamespacePolicy) -> str | None:
-    """The Baseten team a CR's model lives in: the namespace's, else the CR's own."""
-    return policy.team or getattr(spec, "team", None) or None

@@ -61,13 +61,13 @@ def _same_team(tenancy: Tenancy, team: str | None, other: dict[str, Any]) -> boo
     """`other` is allowed by its namespace's policy and lives in `team`."""
     spec = tenancy.allows(other)
     namespace = other["metadata"].get("namespace") or ""
-    return spec is not None and tenancy.team_of(namespace, spec) == team
+    return spec is not None and tenancy.team_of(namespace) == team
 
 
 def owner_of(tenancy: Tenancy, obj: dict[str, Any], spec: BasetenModelSpec) -> dict[str, Any]:
     """The CR that owns `obj`'s (team, model, environment); `obj` itself when it does."""
     namespace = obj["metadata"].get("namespace") or ""
-    team = tenancy.team_of(namespace, spec)
+    team = tenancy.team_of(namespace)
     me = _key(obj)
     contenders = [
         other
@@ -95,7 +95,7 @@ def ensure_owner(p: Pass, tenancy: Tenancy) -> None:
 def ensure_not_shared(p: Pass, tenancy: Tenancy) -> None:
     """Deleting the Baseten model is blocked while another CR, in any namespace and mode,
     names the same model of the same team (deleting CRs are leaving anyway)."""
-    team = tenancy.team_of(p.namespace, p.spec)
+    team = tenancy.team_of(p.namespace)
     others = sorted(
         (
             other

@@ -18,7 +18,6 @@ from baseten_operator.controller import messages
 from baseten_operator.controller.namespace_policy import (
     API_KEY_SECRET_KEY,
     NamespacePolicy,
-    effective_team,
 )
 from baseten_operator.controller.ports import BasetenAPI, KeyedBasetenAPI, ObjectCache
 
@@ -51,8 +50,9 @@ class Tenancy:
     def policy(self, namespace: str) -> NamespacePolicy:
         return NamespacePolicy.from_namespace(namespace, self.namespaces.get(None, namespace))
 
-    def team_of(self, namespace: str, spec: BasetenModelSpec) -> str | None:
-        return effective_team(spec, self.policy(namespace))
+    def team_of(self, namespace: str) -> str | None:
+        """The Baseten team of the namespace's models (None: the organisation's)."""
+        return self.policy(namespace).team
 
     def allows(self, obj: dict[str, Any]) -> BasetenModelSpec | None:
         """The spec of a CR its namespace's policy allows; None if invalid or refused."""
