@@ -18,7 +18,7 @@ from baseten_operator.api.types import BasetenModelSpec
 from baseten_operator.controller import messages
 from baseten_operator.controller.context import Pass
 from baseten_operator.controller.endings import AwaitChange, RequeueAfter
-from baseten_operator.controller.tenancy import Tenancy
+from baseten_operator.controller.tenancy import ClaimLookup, Tenancy
 from baseten_operator.runtime.controller import Request
 
 CLAIM_INDEX = "tenancy.claim"
@@ -122,7 +122,7 @@ def claim_changed(old: dict[str, Any], new: dict[str, Any]) -> bool:
     return claim_index(old) != claim_index(new)
 
 
-def requests_for_claims(claimants: Any, objs: list[dict[str, Any]]) -> list[Request]:
+def requests_for_claims(claimants: ClaimLookup, objs: list[dict[str, Any]]) -> list[Request]:
     """Every CR claiming what one of `objs` claims (or claimed)."""
     requests: dict[str, Request] = {}
     for obj in objs:
