@@ -95,7 +95,7 @@ class Pass:
         return self.spec.environment.name
 
     def event(self, reason: EventReason, message: str) -> None:
-        self.deps.recorder.event(self.writer.obj, event_type(reason), str(reason), message)
+        self.deps.recorder.event(self.stored_obj, event_type(reason), str(reason), message)
 
     # --- the status: what the pass found and did ------------------------------------------
 
