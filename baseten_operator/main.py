@@ -132,10 +132,6 @@ def build_operator(
         api_key,
         remote_url(baseten.base_url),
         max_concurrent=options.max_concurrent_pushes,
-        # The hard timeout bounds a real child process, which runs no faster under a small
-        # --time-scale: scaled, every push in the sandbox (a few seconds of truss start-up)
-        # would be killed. Unscaled, it stays the 5-minute safety net it is meant to be.
-        timeout=Timing().push_timeout,
         on_done=relay,
         clock=clock,
         fence=manager.fence,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 if TYPE_CHECKING:
     from baseten_operator.runtime.client import Resource
@@ -181,6 +181,6 @@ WARNING_REASONS = frozenset(
 )
 
 
-def event_type(reason: EventReason) -> str:
+def event_type(reason: EventReason) -> Literal["Normal", "Warning"]:
     """The Kubernetes event type docs/contract.md section 10 gives each reason."""
     return "Warning" if reason in WARNING_REASONS else "Normal"

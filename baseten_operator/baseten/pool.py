@@ -11,11 +11,19 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from baseten_operator.runtime.logging import register_secret
 
-MakeClient = Callable[[str], Any]
+if TYPE_CHECKING:
+    from baseten_operator.baseten.client import BasetenClient
+
+# The clients' type: what the pool hands out is what it was given or its factory builds.
+# Covariant: a pool of BasetenClients serves where a pool of any client interface is wanted.
+Client = TypeVar("Client", covariant=True)
+
+# How main.py builds the client of a namespace's API key.
+MakeClient = Callable[[str], "BasetenClient"]
 
 
 def _fingerprint(api_key: str) -> str:
@@ -23,7 +31,7 @@ def _fingerprint(api_key: str) -> str:
     return hashlib.sha256(api_key.encode()).hexdigest()
 
 
-class BasetenClientPool:
+class BasetenClientPool(Generic[Client]):
     """`default` serves every namespace without a key of its own; `client_for` the rest.
 
     A key is remembered per source (the Secret it came from): when the source's key
@@ -31,18 +39,18 @@ class BasetenClientPool:
     still uses it, so a rotated-out key stops being used at once.
     """
 
-    def __init__(self, default: Any, make_client: MakeClient) -> None:
+    def __init__(self, default: Client, make_client: Callable[[str], Client]) -> None:
         self._default = default
         self._make_client = make_client
         self._lock = threading.Lock()
-        self._clients: dict[str, Any] = {}
+        self._clients: dict[str, Client] = {}
         self._source_keys: dict[str, str] = {}
 
     @property
-    def default(self) -> Any:
+    def default(self) -> Client:
         return self._default
 
-    def client_for(self, source: str, api_key: str) -> Any:
+    def client_for(self, source: str, api_key: str) -> Client:
         fingerprint = _fingerprint(api_key.strip())
         with self._lock:
             previous = self._source_keys.get(source)

@@ -8,13 +8,10 @@ organisation-wide list, where another team's model of the same name would match.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from baseten_operator.baseten.errors import AmbiguousModelName, BasetenAPIError
-from baseten_operator.baseten.models import ModelV1
-
-if TYPE_CHECKING:
-    from baseten_operator.baseten.client import BasetenClient
+from baseten_operator.baseten.models import ModelV1, TeamV1
 
 
 class TeamNotFound(BasetenAPIError):
@@ -28,11 +25,19 @@ class TeamNotFound(BasetenAPIError):
         return self.message
 
 
+class TeamDirectory(Protocol):
+    """What the team view itself calls on the client it wraps (`BasetenClient`'s own)."""
+
+    def list_teams(self, name: str | None = None, /) -> list[TeamV1]: ...
+
+    def list_team_models(self, team_id: str, name: str | None = None, /) -> list[ModelV1]: ...
+
+
 class TeamScopedClient:
     """A BasetenClient whose model lookups go through one team; every other call is the
     client's own (model IDs are global, so calls on an ID need no team)."""
 
-    def __init__(self, client: BasetenClient, team: str) -> None:
+    def __init__(self, client: TeamDirectory, team: str) -> None:
         self._client = client
         self.team = team
         # One view serves one pass: the team's ID is looked up once, then reused (the push

@@ -1,4 +1,7 @@
-"""What one pass works with: its dependencies, the object, and how a pass ends."""
+"""What one pass works with: its dependencies, and the object whose status it builds.
+
+How a pass ends is in endings.py.
+"""
 
 from __future__ import annotations
 
@@ -7,54 +10,43 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from baseten_operator.api.constants import EventReason, event_type
+from baseten_operator.api.constants import (
+    TRUSS_PUSH_DONE,
+    TRUSS_PUSHING,
+    EventReason,
+    event_type,
+)
 from baseten_operator.api.types import BasetenModelSpec, BasetenModelStatus
-from baseten_operator.baseten.errors import BasetenAPIError
-from baseten_operator.controller.ports import ObjectCache, Recorder, SiblingLookup
-from baseten_operator.controller.status import StatusWriter
+from baseten_operator.baseten.models import DeploymentV1
+from baseten_operator.controller.ports import (
+    BasetenAPI,
+    KubeAPI,
+    ObjectCache,
+    Pusher,
+    Recorder,
+    SiblingLookup,
+)
+from baseten_operator.controller.status import StatusWriter, clear_retries, report
 from baseten_operator.controller.timing import Timing
-from baseten_operator.runtime.clock import Clock
-from baseten_operator.runtime.controller import ReportedError
+from baseten_operator.runtime.clock import Clock, format_rfc3339, rfc3339
 
 if TYPE_CHECKING:
     from baseten_operator.controller.tenancy import Tenancy
-
-
-class Requeue(Exception):
-    """Ends the pass normally; the object comes back after `after` seconds (None: on change)."""
-
-    def __init__(self, after: float | None = None) -> None:
-        super().__init__(after)
-        self.after = after
-
-
-class ReconcileError(ReportedError):
-    """Ends the pass with an error its status already says: requeued rate-limited."""
-
-
-class ModelGone(Exception):
-    """A call on the cached model ID answered 404: the model must be resolved again."""
-
-
-def raise_if_model_gone(error: BasetenAPIError) -> None:
-    """Section 3.15: a 404 on a call that used the model ID means the model is gone."""
-    if error.is_not_found:
-        raise ModelGone() from error
 
 
 @dataclass
 class Dependencies:
     """Everything a pass talks to, injected (tests pass fakes)."""
 
-    kube: Any  # KubeClient: status and finalizer writes
-    baseten: Any  # BasetenClient
+    kube: KubeAPI  # status and finalizer writes
+    baseten: BasetenAPI  # the namespace's client once admitted (admission.py)
     recorder: Recorder
     clock: Clock
     timing: Timing
     models: ObjectCache  # the BasetenModel informer
     configmaps: ObjectCache  # the ConfigMap informer (setup scripts)
     siblings: SiblingLookup
-    pusher: Any = None  # TrussPusher; None when pushes are not possible
+    pusher: Pusher | None = None  # None when pushes are not possible
     # U[0, 1) for retry jitter; injectable so tests pin the backoff.
     random: Callable[[], float] = field(default=random.random)
     # Namespace policy, ownership and per-namespace keys; None: one tenant (no rules).
@@ -63,7 +55,13 @@ class Dependencies:
 
 @dataclass
 class Pass:
-    """One object during one pass."""
+    """One object during one pass, and the one way its steps change the object's status.
+
+    A step reads `status` and changes it only through the methods below, named for what
+    they record (docs/contract.md sections 2 to 8). Nothing reaches the API server until
+    the reconciler writes the outcome at the end of the pass, except the intents a step
+    persists before an irreversible call (`persist_intent`).
+    """
 
     deps: Dependencies
     obj: dict[str, Any]
@@ -72,7 +70,13 @@ class Pass:
 
     @property
     def status(self) -> BasetenModelStatus:
+        """The status as this pass has built it so far (read it; change it by the methods)."""
         return self.writer.status
+
+    @property
+    def stored_obj(self) -> dict[str, Any]:
+        """The object as last stored, after this pass's own writes (its newest version)."""
+        return self.writer.obj
 
     @property
     def namespace(self) -> str:
@@ -91,7 +95,89 @@ class Pass:
         return self.spec.environment.name
 
     def event(self, reason: EventReason, message: str) -> None:
-        self.deps.recorder.event(self.writer.obj, event_type(reason), str(reason), message)
+        self.deps.recorder.event(self.stored_obj, event_type(reason), str(reason), message)
 
-    def set(self, deployment_status: str, message: str) -> None:
-        self.writer.set(deployment_status, message)
+    # --- the status: what the pass found and did ------------------------------------------
+
+    def report(self, deployment_status: str, message: str) -> None:
+        """`deploymentStatus` and `message`; a healthy status ends any failure episode."""
+        report(self.status, deployment_status, message)
+
+    def persist_intent(self) -> None:
+        """Write the status now, before the irreversible call it announces (section 2).
+
+        StaleRead (the pass ends without the call) when the object changed since this pass
+        read it.
+        """
+        self.writer.write_intent()
+
+    def record_model_id(self, model_id: str) -> None:
+        """The model ID resolved (3.6); `modelIDResolvedTime` is set once and never cleared."""
+        self.status.model_id = model_id
+        if not self.status.model_id_resolved_time:
+            self.status.model_id_resolved_time = rfc3339(self.deps.clock)
+
+    def forget_model_id(self) -> None:
+        """3.15: the cached ID named a model that is gone; keep its resolved time."""
+        self.status.model_id = None
+
+    def record_active(self, current: DeploymentV1 | None) -> None:
+        """The environment's current deployment and its active replicas (3.8)."""
+        self.status.active_deployment_name = current.name if current else None
+        self.status.active_replica_count = current.active_replica_count if current else None
+
+    def track_source(self, name: str) -> None:
+        """The source this pass works on (3.7); a new one starts a new failure episode."""
+        if self.status.source_deployment_name == name:
+            return
+        self.status.source_deployment_name = name
+        self.status.source_deployment_id = None
+        self.clear_retries()
+
+    def record_promoted_source(self, name: str, deployment_id: str) -> None:
+        """The source deployment a promote call was made for (3.14)."""
+        self.status.source_deployment_id = deployment_id
+        self.status.source_deployment_name = name
+
+    def track_candidate(self, candidate: DeploymentV1) -> None:
+        """The deployment being promoted (3.11); a different one starts a new failure episode."""
+        if self.status.candidate_deployment_id != candidate.id:
+            self.clear_retries()
+        self.status.candidate_deployment_id = candidate.id
+        self.status.candidate_deployment_name = candidate.name
+
+    def clear_candidate(self) -> None:
+        self.status.candidate_deployment_id = None
+        self.status.candidate_deployment_name = None
+
+    def record_first_failure(self, at: float) -> None:
+        """Section 4: the failure episode starts (its retry deadline runs from `at`)."""
+        self.status.first_deployment_failure_time = format_rfc3339(at)
+
+    def record_retry(self, attempt: int, next_retry_at: float) -> None:
+        """Section 4: retry `attempt` was made (or tried); the next is due at `next_retry_at`."""
+        self.status.deployment_retry_count = attempt
+        self.status.next_retry_time = format_rfc3339(next_retry_at)
+
+    def clear_retries(self) -> None:
+        """Section 4: the failure episode is over (or a new deployment starts its own)."""
+        clear_retries(self.status)
+
+    def record_push_launch(self, config_hash: str, at: float) -> None:
+        """Section 5: a push of the config with this hash runs from `at`."""
+        self.status.truss_push_status = TRUSS_PUSHING
+        self.status.truss_push_time = format_rfc3339(at)
+        self.status.truss_config_hash = config_hash
+
+    def record_pushed(self, config_hash: str) -> None:
+        """Section 5: the config with this hash is pushed (its deployment exists)."""
+        self.status.truss_config_hash = config_hash
+        self.status.truss_push_status = TRUSS_PUSH_DONE
+
+    def record_no_push(self) -> None:
+        """Section 5: no push runs (it failed, or was never launched)."""
+        self.status.truss_push_status = None
+
+    def record_cleanup(self) -> None:
+        """Section 8: orphan cleanup ran now; the next is due an interval later."""
+        self.status.last_cleanup_time = rfc3339(self.deps.clock)

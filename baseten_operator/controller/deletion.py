@@ -20,7 +20,9 @@ from baseten_operator.api.types import BasetenModelSpec
 from baseten_operator.baseten.errors import BasetenAPIError
 from baseten_operator.baseten.models import EnvironmentV1
 from baseten_operator.controller import messages
-from baseten_operator.controller.context import Pass, Requeue
+from baseten_operator.controller.context import Pass
+from baseten_operator.controller.endings import RequeueAfter
+from baseten_operator.controller.ports import KubeAPI
 from baseten_operator.runtime.client import NotFound
 
 log = structlog.get_logger(__name__)
@@ -30,7 +32,7 @@ def has_finalizer(obj: dict[str, Any]) -> bool:
     return FINALIZER in (obj.get("metadata", {}).get("finalizers") or [])
 
 
-def set_finalizer(kube: Any, obj: dict[str, Any], present: bool) -> None:
+def set_finalizer(kube: KubeAPI, obj: dict[str, Any], present: bool) -> None:
     """Add or remove our finalizer, conditional on the version this pass read."""
     meta = obj["metadata"]
     finalizers = [f for f in meta.get("finalizers") or [] if f != FINALIZER]
@@ -59,19 +61,19 @@ def finalize(p: Pass) -> None:
     if p.spec.deletion_policy == DeletionPolicy.DELETE_WITH_GUARDRAILS:
         _check_guardrails(p, model_id)
 
-    p.set(DELETING, messages.deleting(model_id))
-    p.writer.flush()
+    p.report(DELETING, messages.deleting(model_id))
+    p.persist_intent()
     try:
         p.deps.baseten.delete_model(model_id)
     except BasetenAPIError as error:
         if not error.is_not_found:
             p.event(EventReason.MODEL_DELETE_FAILED, messages.delete_failed_event(model_id, error))
-            p.set(DELETE_FAILED, messages.delete_failed(model_id, error))
-            raise Requeue(p.deps.timing.delete_blocked) from error
+            p.report(DELETE_FAILED, messages.delete_failed(model_id, error))
+            raise RequeueAfter(p.deps.timing.delete_blocked) from error
         p.event(EventReason.MODEL_DELETED, messages.model_already_deleted_event(model_id))
     else:
         p.event(EventReason.MODEL_DELETED, messages.model_deleted_event(model_id))
-    set_finalizer(p.deps.kube, p.writer.obj, present=False)
+    set_finalizer(p.deps.kube, p.stored_obj, present=False)
 
 
 def _check_guardrails(p: Pass, model_id: str) -> None:
@@ -104,10 +106,10 @@ def _check_guardrails(p: Pass, model_id: str) -> None:
 def _block(p: Pass, message: str) -> NoReturn:
     """DELETE_BLOCKED with `message`; the Event only when entering DELETE_BLOCKED."""
     entering = p.status.deployment_status != DELETE_BLOCKED
-    p.set(DELETE_BLOCKED, message)
+    p.report(DELETE_BLOCKED, message)
     if entering:
         p.event(EventReason.MODEL_DELETE_BLOCKED, message)
-    raise Requeue(p.deps.timing.delete_blocked)
+    raise RequeueAfter(p.deps.timing.delete_blocked)
 
 
 def _load(env: EnvironmentV1) -> tuple[int, int] | str:

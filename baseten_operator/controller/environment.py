@@ -16,12 +16,8 @@ from baseten_operator.baseten.settings import (
     update_payload,
 )
 from baseten_operator.controller import messages
-from baseten_operator.controller.context import (
-    Pass,
-    ReconcileError,
-    Requeue,
-    raise_if_model_gone,
-)
+from baseten_operator.controller.context import Pass
+from baseten_operator.controller.endings import ReconcileError, RequeueAfter, raise_if_model_gone
 from baseten_operator.controller.telemetry import count_drift_correction
 
 # (settings group as events and metrics name it, update event, failure event)
@@ -49,7 +45,7 @@ def get_environment(p: Pass, model_id: str) -> EnvironmentV1 | None:
         if error.is_not_found:
             return None
         message = messages.environment_check_failed(p.env, error)
-        p.set(FAILED, message)
+        p.report(FAILED, message)
         raise ReconcileError(message) from error
 
 
@@ -73,15 +69,15 @@ def _create(p: Pass, model_id: str) -> NoReturn:
     except BasetenAPIError as error:
         raise_if_model_gone(error)
         message = messages.environment_create_failed(p.env, error)
-        p.set(FAILED, message)
+        p.report(FAILED, message)
         p.event(
             EventReason.ENVIRONMENT_CREATE_FAILED,
             messages.environment_create_failed_event(p.env, error),
         )
         raise ReconcileError(message) from error
     p.event(EventReason.ENVIRONMENT_CREATED, messages.environment_created_event(p.env))
-    p.set(PENDING, messages.environment_created(p.env))
-    raise Requeue(p.deps.timing.settings_applied)
+    p.report(PENDING, messages.environment_created(p.env))
+    raise RequeueAfter(p.deps.timing.settings_applied)
 
 
 def correct_drift(p: Pass, model_id: str, environment: EnvironmentV1, steady: str | None) -> None:
@@ -103,15 +99,15 @@ def correct_drift(p: Pass, model_id: str, environment: EnvironmentV1, steady: st
         for group, _, failed_reason in _drifted_groups(drift):
             p.event(failed_reason, messages.update_group_failed_event(group, p.env, error))
         message = messages.update_settings_failed(steady, p.env, error)
-        p.set(FAILED, message)
+        p.report(FAILED, message)
         raise ReconcileError(message) from error
     for group, updated_reason, _ in _drifted_groups(drift):
         changes = drift.autoscaling if group == "autoscaling" else drift.promotion
         p.event(updated_reason, messages.updating_group_event(group, changes))
         count_drift_correction(_METRIC_GROUPS[group])
-    p.set(PENDING, messages.updating_settings(steady, drift.changes))
+    p.report(PENDING, messages.updating_settings(steady, drift.changes))
     # The PATCH applies asynchronously: the next pass re-reads the environment.
-    raise Requeue(p.deps.timing.settings_applied)
+    raise RequeueAfter(p.deps.timing.settings_applied)
 
 
 def _drifted_groups(drift: Drift) -> list[tuple[str, EventReason, EventReason]]:

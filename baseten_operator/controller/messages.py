@@ -456,6 +456,15 @@ def orphans_deleted_event(names: Sequence[str]) -> str:
     return f"Deleted {len(names)} stale orphan deployments: {', '.join(names)}"
 
 
+def orphan_cleanup_skipped(steady_message: str, why: str) -> str:
+    """The steady message of a pass whose cleanup was due but could not decide safely."""
+    return f"{steady_message} | orphan cleanup skipped: {why}"
+
+
+def orphan_cleanup_environment_unknown(env: str, member: str) -> str:
+    return f"what environment {env} serves is unknown (Baseten answered without {member})"
+
+
 # --- tenancy: ownership, namespace policy, namespace API keys ----------------------------
 
 

@@ -1,4 +1,8 @@
-"""The Baseten model ID of a pass (docs/contract.md sections 3.6 and 3.15)."""
+"""The Baseten model ID of a pass (docs/contract.md sections 3.6 and 3.15).
+
+`status.modelID` is the one source of truth: `lookup_model_id` fills it in from a lookup by
+name when it is empty, and every later step reads it from the status.
+"""
 
 from __future__ import annotations
 
@@ -7,32 +11,40 @@ from typing import NoReturn
 from baseten_operator.api.constants import FAILED, DeletionPolicy, EventReason
 from baseten_operator.baseten.errors import AmbiguousModelName, BasetenAPIError
 from baseten_operator.controller import messages
-from baseten_operator.controller.context import Pass, ReconcileError, Requeue
-from baseten_operator.runtime.clock import rfc3339
+from baseten_operator.controller.context import Pass
+from baseten_operator.controller.endings import ReconcileError, RequeueAfter
+
+
+def lookup_model_id(p: Pass) -> str | None:
+    """`status.modelID`, else the ID of the model of the spec's name, recorded in the status;
+    None when Baseten has no model of that name. A failed lookup raises (BasetenAPIError,
+    AmbiguousModelName): each mode says so in its own words."""
+    if p.status.model_id:
+        return p.status.model_id
+    model = p.deps.baseten.find_model(p.spec.model_name)
+    if model is None:
+        return None
+    p.record_model_id(model.id)
+    return model.id
 
 
 def resolve_model_id(p: Pass) -> str | None:
-    """The cached ID, else a lookup by name; None only for a trussConfig model not yet pushed."""
-    if p.status.model_id:
-        return p.status.model_id
+    """Step 6: the model ID; None only for a trussConfig model not yet pushed."""
     name = p.spec.model_name
     try:
-        model = p.deps.baseten.find_model(name)
+        model_id = lookup_model_id(p)
     except AmbiguousModelName as error:
         # Names are unique per team only: guessing could drive someone else's model.
-        p.set(FAILED, str(error))
-        raise Requeue(p.deps.timing.steady) from error
+        p.report(FAILED, str(error))
+        raise RequeueAfter(p.deps.timing.steady) from error
     except BasetenAPIError as error:
         # No ModelNotFound Warning: a failed lookup says nothing about whether it exists.
         message = messages.model_check_failed(name, error)
-        p.set(FAILED, message)
+        p.report(FAILED, message)
         raise ReconcileError(message) from error
-
-    if model is None:
+    if model_id is None:
         _model_missing(p)
-        return None
-    remember_model_id(p, model.id)
-    return model.id
+    return model_id
 
 
 def _model_missing(p: Pass) -> None:
@@ -41,27 +53,21 @@ def _model_missing(p: Pass) -> None:
     if policy != DeletionPolicy.RETAIN and p.status.model_id_resolved_time:
         # The model existed once: recreating it would bring back an empty shell that a
         # deletion policy is meant to tear down with everything else.
-        p.set(FAILED, messages.recreation_blocked(name, policy))
+        p.report(FAILED, messages.recreation_blocked(name, policy))
         p.event(EventReason.MODEL_NOT_FOUND, messages.recreation_blocked_event(name, policy))
-        raise Requeue(p.deps.timing.recreation_blocked)
+        raise RequeueAfter(p.deps.timing.recreation_blocked)
     if p.spec.truss_config is not None:
-        return None  # the push creates the model
+        return  # the push creates the model
     message = messages.model_not_found(name)
-    p.set(FAILED, message)
+    p.report(FAILED, message)
     p.event(EventReason.MODEL_NOT_FOUND, messages.model_not_found_event(name))
     raise ReconcileError(message)
-
-
-def remember_model_id(p: Pass, model_id: str) -> None:
-    p.status.model_id = model_id
-    if not p.status.model_id_resolved_time:
-        p.status.model_id_resolved_time = rfc3339(p.deps.clock)
 
 
 def invalidate_model_id(p: Pass) -> NoReturn:
     """Section 3.15: forget the cached ID (never its resolved time) and resolve again soon."""
     model_id = p.status.model_id
-    p.status.model_id = None
+    p.forget_model_id()
     if model_id:
         p.event(EventReason.MODEL_NOT_FOUND, messages.invalidating_model_id(model_id))
-    raise Requeue(p.deps.timing.model_id_invalidated)
+    raise RequeueAfter(p.deps.timing.model_id_invalidated)

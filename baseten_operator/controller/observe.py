@@ -9,10 +9,10 @@ from baseten_operator.baseten.errors import BasetenAPIError
 from baseten_operator.baseten.models import EnvironmentV1
 from baseten_operator.baseten.settings import Change, detect_drift
 from baseten_operator.controller import messages
-from baseten_operator.controller.context import Pass, Requeue
+from baseten_operator.controller.context import Pass
+from baseten_operator.controller.endings import RequeueAfter
 from baseten_operator.controller.environment import spec_environment
-from baseten_operator.controller.model_id import invalidate_model_id, remember_model_id
-from baseten_operator.controller.promotion import clear_candidate, record_active, track_candidate
+from baseten_operator.controller.model_id import invalidate_model_id, lookup_model_id
 from baseten_operator.controller.source import matches_source
 from baseten_operator.controller.truss_source import SetupScriptError, expected_truss_source
 
@@ -22,7 +22,7 @@ def observe(p: Pass) -> NoReturn:
     model_id = _model_id(p)
     source = _expected_source(p)
     environment = _environment(p, model_id, cached)
-    record_active(p, environment)
+    p.record_active(environment.current_deployment)
     current = environment.current_deployment
     candidate = environment.candidate_deployment
     if current is not None and matches_source(current.name, source):
@@ -32,25 +32,25 @@ def observe(p: Pass) -> NoReturn:
             message = messages.observe_drift(message, [_desired_first(c) for c in drift.changes])
         elif current.status in TERMINAL_FAILURES:
             message = messages.observe_failing(message)
-        p.set(current.status, message)
-        clear_candidate(p)
+        p.report(current.status, message)
+        p.clear_candidate()
     elif candidate is not None and matches_source(candidate.name, source):
-        track_candidate(p, candidate)
-        p.set(
+        p.track_candidate(candidate)
+        p.report(
             candidate.status,
             messages.promoting_candidate(messages.active_prefix(current), candidate),
         )
     else:
-        p.set(PENDING, messages.observe_not_promoted(current, source))
+        p.report(PENDING, messages.observe_not_promoted(current, source))
     _done(p)
 
 
 def _done(p: Pass) -> NoReturn:
-    raise Requeue(p.deps.timing.observe)
+    raise RequeueAfter(p.deps.timing.observe)
 
 
 def _fail(p: Pass, message: str) -> NoReturn:
-    p.set(FAILED, message)
+    p.report(FAILED, message)
     _done(p)
 
 
@@ -60,17 +60,14 @@ def _desired_first(change: Change) -> str:
 
 
 def _model_id(p: Pass) -> str:
-    if p.status.model_id:
-        return p.status.model_id
     name = p.spec.model_name
     try:
-        model = p.deps.baseten.find_model(name)
+        model_id = lookup_model_id(p)
     except BasetenAPIError as error:
         _fail(p, messages.model_check_failed(name, error))
-    if model is None:
+    if model_id is None:
         _fail(p, messages.observe_model_not_found(name))
-    remember_model_id(p, model.id)
-    return str(model.id)
+    return model_id
 
 
 def _expected_source(p: Pass) -> str:

@@ -21,7 +21,7 @@ from baseten_operator.controller.telemetry import (
     record_orphans_holding_replicas,
 )
 from baseten_operator.controller.truss_source import SetupScriptError, truss_source_for
-from baseten_operator.runtime.clock import parse_rfc3339, rfc3339
+from baseten_operator.runtime.clock import parse_rfc3339
 
 log = structlog.get_logger(__name__)
 
@@ -39,12 +39,16 @@ def cleanup_due(p: Pass) -> bool:
     return last is None or p.deps.clock.now() - last >= interval
 
 
-def clean_up_orphans(p: Pass, model_id: str, source: str) -> None:
+def clean_up_orphans(p: Pass, model_id: str, source: str) -> str | None:
+    """Run the cleanup when it is due; why it was skipped, for the steady message (None:
+    it ran, was not due, or its listing failed and is retried on the next pass)."""
     if not cleanup_due(p):
-        return
+        return None
     review = review_model_orphans(p, model_id, source)
     if review is None:
-        return
+        return None
+    if review.skipped is not None:
+        return review.skipped
     scaled_in = _scale_in(p, model_id, review.to_scale_in)
     deleted = _delete(p, model_id, review.to_delete)
     if scaled_in:
@@ -57,11 +61,16 @@ def clean_up_orphans(p: Pass, model_id: str, source: str) -> None:
     gone = set(scaled_in) | set(deleted)
     holding = [o for o in review.orphans if o.name not in gone and _holds_replicas(o)]
     record_orphans_holding_replicas(p.namespace, p.name, p.spec.model_name, len(holding))
-    p.status.last_cleanup_time = rfc3339(p.deps.clock)
+    p.record_cleanup()
+    return None
 
 
 def review_model_orphans(p: Pass, model_id: str, source: str) -> OrphanReview | None:
-    """The verdicts of this pass's cleanup, read from Baseten; None when listing failed."""
+    """The verdicts of this pass's cleanup, read from Baseten; None when listing failed.
+
+    When an answer leaves out what the verdicts rest on, nothing is an orphan: the review
+    is empty and says why it was skipped.
+    """
     cleanup = p.spec.orphan_deployment_cleanup
     assert cleanup is not None
     baseten = p.deps.baseten
@@ -84,7 +93,7 @@ def review_model_orphans(p: Pass, model_id: str, source: str) -> OrphanReview | 
             environment=unknown[0],
             missing=unknown[1],
         )
-        return None
+        return OrphanReview.skipped_because(messages.orphan_cleanup_environment_unknown(*unknown))
 
     protected = protected_sources(p, source)
     now = p.deps.clock.now()
@@ -192,6 +201,12 @@ class OrphanReview:
     orphans: list[DeploymentV1]
     to_scale_in: list[DeploymentV1]
     to_delete: list[DeploymentV1]  # in deletion order
+    # Why no deployment could be judged this pass (fail closed); None when it was reviewed.
+    skipped: str | None = None
+
+    @classmethod
+    def skipped_because(cls, why: str) -> OrphanReview:
+        return cls([], [], [], [], skipped=why)
 
 
 def review_orphans(

@@ -16,8 +16,9 @@ from typing import Any
 from baseten_operator.api.constants import CONFLICT, DELETE_BLOCKED, EventReason, Mode
 from baseten_operator.api.types import BasetenModelSpec
 from baseten_operator.controller import messages
-from baseten_operator.controller.context import Pass, Requeue
-from baseten_operator.controller.tenancy import Tenancy
+from baseten_operator.controller.context import Pass
+from baseten_operator.controller.endings import AwaitChange, RequeueAfter
+from baseten_operator.controller.tenancy import ClaimLookup, Tenancy
 from baseten_operator.runtime.controller import Request
 
 CLAIM_INDEX = "tenancy.claim"
@@ -85,10 +86,10 @@ def ensure_owner(p: Pass, tenancy: Tenancy) -> None:
         return
     message = messages.environment_conflict(p.env, p.spec.model_name, _key(owner))
     entering = p.status.deployment_status != CONFLICT or p.status.message != message
-    p.set(CONFLICT, message)
+    p.report(CONFLICT, message)
     if entering:
         p.event(EventReason.ENVIRONMENT_CONFLICT, message)
-    raise Requeue()  # the claim watch wakes it when the owner goes or moves
+    raise AwaitChange()  # the claim watch wakes it when the owner goes or moves
 
 
 def ensure_not_shared(p: Pass, tenancy: Tenancy) -> None:
@@ -111,17 +112,17 @@ def ensure_not_shared(p: Pass, tenancy: Tenancy) -> None:
     env = ((other.get("spec") or {}).get("environment") or {}).get("name") or ""
     message = messages.delete_shared(p.spec.model_name, _key(other), env)
     entering = p.status.deployment_status != DELETE_BLOCKED or p.status.message != message
-    p.set(DELETE_BLOCKED, message)
+    p.report(DELETE_BLOCKED, message)
     if entering:
         p.event(EventReason.MODEL_DELETE_BLOCKED, message)
-    raise Requeue(p.deps.timing.delete_blocked)
+    raise RequeueAfter(p.deps.timing.delete_blocked)
 
 
 def claim_changed(old: dict[str, Any], new: dict[str, Any]) -> bool:
     return claim_index(old) != claim_index(new)
 
 
-def requests_for_claims(claimants: Any, objs: list[dict[str, Any]]) -> list[Request]:
+def requests_for_claims(claimants: ClaimLookup, objs: list[dict[str, Any]]) -> list[Request]:
     """Every CR claiming what one of `objs` claims (or claimed)."""
     requests: dict[str, Request] = {}
     for obj in objs:

@@ -26,12 +26,8 @@ from baseten_operator.api.constants import (
 from baseten_operator.baseten.errors import BasetenAPIError
 from baseten_operator.baseten.models import DeploymentV1, EnvironmentV1
 from baseten_operator.controller import messages
-from baseten_operator.controller.context import (
-    Pass,
-    ReconcileError,
-    Requeue,
-    raise_if_model_gone,
-)
+from baseten_operator.controller.context import Pass
+from baseten_operator.controller.endings import ReconcileError, RequeueAfter, raise_if_model_gone
 from baseten_operator.controller.orphans import clean_up_orphans
 from baseten_operator.controller.retries import deadline_text, retry_failed_deployment
 from baseten_operator.controller.source import matches_source
@@ -44,12 +40,6 @@ SOURCE_IN_PROGRESS = frozenset(
 PROMOTABLE = frozenset({ACTIVE, SCALED_TO_ZERO})
 # A recorded candidate in one of these is still being promoted.
 CANDIDATE_IN_PROGRESS = SOURCE_IN_PROGRESS | {ACTIVATING}
-
-
-def record_active(p: Pass, environment: EnvironmentV1) -> None:
-    current = environment.current_deployment
-    p.status.active_deployment_name = current.name if current else None
-    p.status.active_replica_count = current.active_replica_count if current else None
 
 
 def steady_message(p: Pass, environment: EnvironmentV1) -> str | None:
@@ -67,8 +57,8 @@ def promote_source(p: Pass, model_id: str, source: str, environment: Environment
     ap = messages.active_prefix(current)
     if not environment.stated("current_deployment"):
         # Without it nobody can tell whether S already serves: promoting could roll back.
-        p.set(PENDING, messages.promotion_data_unknown(ap, p.env, "current_deployment"))
-        raise Requeue(p.deps.timing.poll)
+        p.report(PENDING, messages.promotion_data_unknown(ap, p.env, "current_deployment"))
+        raise RequeueAfter(p.deps.timing.poll)
     if current is not None and matches_source(current.name, source):
         _current_matches(p, model_id, source, environment, current)
     if candidate is not None and matches_source(candidate.name, source):
@@ -91,55 +81,48 @@ def _current_matches(
             p.deps.baseten.activate_deployment(model_id, current.id)
         except BasetenAPIError as error:
             raise_if_model_gone(error)
-            p.set(FAILED, messages.reactivate_failed(current.name, p.env, error))
-            raise Requeue(timing.poll) from error
-        p.set(ACTIVATING, messages.reactivating(current.name, p.env))
+            p.report(FAILED, messages.reactivate_failed(current.name, p.env, error))
+            raise RequeueAfter(timing.poll) from error
+        p.report(ACTIVATING, messages.reactivating(current.name, p.env))
         p.event(EventReason.DEPLOYMENT_REACTIVATED, messages.reactivated_event(current.name, p.env))
-        raise Requeue(timing.poll)
+        raise RequeueAfter(timing.poll)
 
     had_candidate = bool(p.status.candidate_deployment_id or p.status.candidate_deployment_name)
-    p.set(current.status, messages.steady(current, p.env, environment.autoscaling_settings))
-    clear_candidate(p)
+    steady = messages.steady(current, p.env, environment.autoscaling_settings)
+    p.report(current.status, steady)
+    p.clear_candidate()
     if had_candidate:
         p.event(
             EventReason.DEPLOYMENT_ACTIVE, messages.deployment_active_event(current.name, p.env)
         )
-    clean_up_orphans(p, model_id, source)
-    raise Requeue(timing.steady)
+    skipped = clean_up_orphans(p, model_id, source)
+    if skipped is not None:
+        # Failed closed: said in the status, and tried again on the next steady pass (the
+        # same answer gives the same message, so steady passes still write nothing new).
+        p.report(current.status, messages.orphan_cleanup_skipped(steady, skipped))
+    raise RequeueAfter(timing.steady)
 
 
 # --- step 11 -----------------------------------------------------------------------------
 
 
-def track_candidate(p: Pass, candidate: DeploymentV1) -> None:
-    """Record the candidate; a different one starts a new failure episode."""
-    if p.status.candidate_deployment_id != candidate.id:
-        p.writer.clear_retries()
-    p.status.candidate_deployment_id = candidate.id
-    p.status.candidate_deployment_name = candidate.name
-
-
-def clear_candidate(p: Pass) -> None:
-    p.status.candidate_deployment_id = None
-    p.status.candidate_deployment_name = None
-
-
 def _candidate_matches(p: Pass, model_id: str, ap: str, candidate: DeploymentV1) -> NoReturn:
-    track_candidate(p, candidate)
+    p.track_candidate(candidate)
     _fail_or_retry_candidate(p, model_id, ap, candidate)
-    p.set(PROMOTING, messages.promoting_candidate(ap, candidate))
-    raise Requeue(p.deps.timing.poll)
+    p.report(PROMOTING, messages.promoting_candidate(ap, candidate))
+    raise RequeueAfter(p.deps.timing.poll)
 
 
 def _fail_or_retry_candidate(p: Pass, model_id: str, ap: str, candidate: DeploymentV1) -> None:
-    """A failed candidate ends the pass (retry or terminal); any other returns."""
+    """A failed candidate ends the pass (a retry, a terminal failure, or for a stopped build
+    a look again after the steady period); any other returns."""
     status = candidate.status
     if status in RETRYABLE_FAILURES:
-        p.set(status, messages.candidate_failed(ap, candidate.name, status))
+        p.report(status, messages.candidate_failed(ap, candidate.name, status))
 
         def exhausted() -> NoReturn:
             message = messages.candidate_exhausted(ap, candidate.name, status, deadline_text(p))
-            p.set(status, message)
+            p.report(status, message)
             p.event(
                 EventReason.PROMOTION_FAILED,
                 messages.candidate_failed_event(candidate.name, status, exhausted=True),
@@ -148,14 +131,17 @@ def _fail_or_retry_candidate(p: Pass, model_id: str, ap: str, candidate: Deploym
 
         retry_failed_deployment(p, model_id, candidate, exhausted)
     if status == BUILD_STOPPED:
-        # A user stopped the build: never retried.
+        # A person stopped the build: never retried, but looked at again every steady
+        # period, so that a build restarted in the Baseten UI is noticed.
         message = messages.candidate_failed(ap, candidate.name, status)
-        p.set(status, message)
-        p.event(
-            EventReason.PROMOTION_FAILED,
-            messages.candidate_failed_event(candidate.name, status, exhausted=False),
-        )
-        raise TerminalError(message)
+        entering = p.status.deployment_status != status or p.status.message != message
+        p.report(status, message)
+        if entering:
+            p.event(
+                EventReason.PROMOTION_FAILED,
+                messages.candidate_failed_event(candidate.name, status, exhausted=False),
+            )
+        raise RequeueAfter(p.deps.timing.steady)
 
 
 # --- step 12 -----------------------------------------------------------------------------
@@ -189,7 +175,7 @@ def _recorded_candidate(
         )
     )
     if not live:
-        clear_candidate(p)
+        p.clear_candidate()
         return None
     return deployment
 
@@ -203,16 +189,16 @@ def _guard_double_promotion(
     timing = p.deps.timing
     if env_candidate is not None:
         # Another CR's promotion, or one started in the UI: one at a time per environment.
-        p.set(PROMOTING, messages.blocked_by_candidate(ap, env_candidate, source))
+        p.report(PROMOTING, messages.blocked_by_candidate(ap, env_candidate, source))
         p.event(EventReason.PROMOTION_BLOCKED, messages.promotion_blocked_event(env_candidate.name))
-        raise Requeue(timing.poll)
+        raise RequeueAfter(timing.poll)
     if recorded is not None:
-        p.set(
+        p.report(
             PROMOTING,
             messages.blocked_by_recorded_candidate(ap, recorded.name, recorded.status),
         )
         p.event(EventReason.PROMOTION_BLOCKED, messages.promotion_blocked_event(recorded.name))
-        raise Requeue(timing.poll)
+        raise RequeueAfter(timing.poll)
 
 
 # --- step 13 -----------------------------------------------------------------------------
@@ -226,11 +212,11 @@ def _validate_source(p: Pass, model_id: str, ap: str, source: str) -> Deployment
     except BasetenAPIError as error:
         # A failed lookup is not an absence: say what happened, no SourceDeploymentNotFound.
         raise_if_model_gone(error)
-        p.set(PENDING, messages.deployment_check_failed(ap, source, error))
-        raise Requeue(timing.poll) from error
+        p.report(PENDING, messages.deployment_check_failed(ap, source, error))
+        raise RequeueAfter(timing.poll) from error
     if deployment is None:  # the exact-name list came back without it
         message = messages.source_not_found(ap, source)
-        p.set(FAILED, message)
+        p.report(FAILED, message)
         p.event(
             EventReason.SOURCE_DEPLOYMENT_NOT_FOUND,
             messages.source_not_found_event(source, p.spec.model_name),
@@ -241,12 +227,12 @@ def _validate_source(p: Pass, model_id: str, ap: str, source: str) -> Deployment
     if status in PROMOTABLE:
         return deployment
     if status in RETRYABLE_FAILURES:
-        p.set(status, messages.source_failing(ap, source, status))
+        p.report(status, messages.source_failing(ap, source, status))
 
         def exhausted() -> NoReturn:
             deadline = deadline_text(p)
             message = messages.source_exhausted(ap, source, status, deadline)
-            p.set(status, message)
+            p.report(status, message)
             p.event(
                 EventReason.SOURCE_DEPLOYMENT_FAILED,
                 messages.source_failed_event(source, status),
@@ -259,24 +245,28 @@ def _validate_source(p: Pass, model_id: str, ap: str, source: str) -> Deployment
             p.deps.baseten.activate_deployment(model_id, deployment.id)
         except BasetenAPIError as error:
             raise_if_model_gone(error)
-            p.set(FAILED, messages.source_activate_failed(ap, source, error))
-            raise Requeue(timing.poll) from error
-        p.set(ACTIVATING, messages.waiting_for_source(ap, source, ACTIVATING))
-        raise Requeue(timing.poll)
+            p.report(FAILED, messages.source_activate_failed(ap, source, error))
+            raise RequeueAfter(timing.poll) from error
+        p.report(ACTIVATING, messages.waiting_for_source(ap, source, ACTIVATING))
+        raise RequeueAfter(timing.poll)
     if status in SOURCE_IN_PROGRESS:
-        p.set(status, messages.waiting_for_source(ap, source, status))
+        p.report(status, messages.waiting_for_source(ap, source, status))
     else:
-        p.set(status, messages.waiting_for_source_status(ap, source, status))
-    raise Requeue(timing.poll)
+        p.report(status, messages.waiting_for_source_status(ap, source, status))
+    if status == BUILD_STOPPED:
+        # Stopped by a person: nothing to wait for unless the build is restarted in the
+        # Baseten UI, which the steady period's look notices.
+        raise RequeueAfter(timing.steady)
+    raise RequeueAfter(timing.poll)
 
 
 # --- step 14 -----------------------------------------------------------------------------
 
 
 def _promote(p: Pass, model_id: str, ap: str, source: str, deployment: DeploymentV1) -> NoReturn:
-    p.set(PROMOTING_DEPLOYMENT, messages.promoting_source(ap, source, p.env))
+    p.report(PROMOTING_DEPLOYMENT, messages.promoting_source(ap, source, p.env))
     # On record before the call: a promotion started by a pass that then crashed shows.
-    p.writer.flush()
+    p.persist_intent()
     settings = p.spec.environment.promotion_settings
     scale_down = settings.scale_down_previous_deployment if settings else None
     preserve = settings.preserve_instance_type if settings else None
@@ -291,12 +281,11 @@ def _promote(p: Pass, model_id: str, ap: str, source: str, deployment: Deploymen
     except BasetenAPIError as error:
         raise_if_model_gone(error)
         message = messages.promotion_failed(ap, source, p.env, error)
-        p.set(FAILED, message)
+        p.report(FAILED, message)
         p.event(EventReason.PROMOTION_FAILED, messages.promotion_failed_event(source, p.env, error))
         raise ReconcileError(message) from error
     p.event(EventReason.DEPLOYMENT_PROMOTED, messages.promoted_event(source, p.env))
-    p.set(PROMOTING, messages.promoted(ap, source, p.env, promoted.status))
-    p.status.source_deployment_id = deployment.id
-    p.status.source_deployment_name = source
-    track_candidate(p, promoted)
-    raise Requeue(p.deps.timing.poll)
+    p.report(PROMOTING, messages.promoted(ap, source, p.env, promoted.status))
+    p.record_promoted_source(source, deployment.id)
+    p.track_candidate(promoted)
+    raise RequeueAfter(p.deps.timing.poll)

@@ -1,9 +1,10 @@
 """One pass of Reconcile(key) (docs/contract.md section 3) and the dispatch to each mode.
 
-Every step either ends the pass or falls through. Steps end a pass by raising:
-`Requeue` (done, come back after a delay), `ReconcileError` (rate-limited retry) or
-`TerminalError` (wait for the next spec change). Whatever the ending, the status the
-pass built is written once, at the end, and only if it changed.
+Every step either ends the pass or falls through. Steps end a pass by raising one of
+endings.py's: `RequeueAfter` (done, look again after a delay), `AwaitChange` (done, until
+something changes), `ReconcileError` (rate-limited retry) or `TerminalError` (failed until
+the spec changes). Whatever the ending, the status the pass built is written once, at the
+end, and only if it changed.
 """
 
 from __future__ import annotations
@@ -18,25 +19,25 @@ from baseten_operator.api.types import BasetenModelSpec
 from baseten_operator.baseten.errors import RateLimited
 from baseten_operator.controller import messages
 from baseten_operator.controller.admission import admit, admit_deletion
-from baseten_operator.controller.context import (
-    Dependencies,
-    ModelGone,
-    Pass,
-    ReconcileError,
-    Requeue,
-)
+from baseten_operator.controller.context import Dependencies, Pass
 from baseten_operator.controller.deletion import (
     finalize,
     has_finalizer,
     retains_model,
     set_finalizer,
 )
+from baseten_operator.controller.endings import (
+    AwaitChange,
+    ModelGone,
+    PassEnded,
+    ReconcileError,
+    RequeueAfter,
+)
 from baseten_operator.controller.environment import correct_drift, ensure_environment
 from baseten_operator.controller.model_id import invalidate_model_id, resolve_model_id
 from baseten_operator.controller.observe import observe
-from baseten_operator.controller.promotion import promote_source, record_active, steady_message
-from baseten_operator.controller.source import track_source
-from baseten_operator.controller.status import StaleRead, StatusWriter
+from baseten_operator.controller.promotion import promote_source, steady_message
+from baseten_operator.controller.status import StaleRead, StatusWriter, report
 from baseten_operator.controller.telemetry import forget_model, record_model
 from baseten_operator.controller.truss_source import resolve_truss_source
 from baseten_operator.runtime.controller import Request, Result, TerminalError
@@ -75,8 +76,8 @@ class BasetenModelReconciler:
         if spec is None:
             # The API server's schema should have refused it; never act on what it means.
             message = messages.invalid_spec(problems)
-            writer.set(FAILED, message)
-            writer.commit()
+            report(writer.status, FAILED, message)
+            writer.write_outcome()
             raise TerminalError(message)
 
         if spec.effective_mode != Mode.PAUSE and not has_finalizer(obj):
@@ -87,11 +88,11 @@ class BasetenModelReconciler:
         p = Pass(self._deps, obj, spec, writer)
         try:
             self._run(p)
-        except Requeue as done:
-            writer.commit()
-            result = Result(requeue_after=done.after)
+        except PassEnded as ending:
+            writer.write_outcome()
+            result = ending.result()
         except (ReconcileError, TerminalError):
-            writer.commit()
+            writer.write_outcome()
             raise
         except (RateLimited, StaleRead) as interrupted:
             result = _interrupted(interrupted)
@@ -125,9 +126,9 @@ class BasetenModelReconciler:
                     set_finalizer(self._deps.kube, obj, present=False)
                 else:
                     finalize(p)
-            except Requeue as blocked:
-                writer.commit()
-                return Result(requeue_after=blocked.after)
+            except PassEnded as blocked:
+                writer.write_outcome()
+                return blocked.result()
             except (RateLimited, StaleRead) as interrupted:
                 return _interrupted(interrupted)
         forget_model(meta.get("namespace") or "", meta["name"])
@@ -143,7 +144,7 @@ def _interrupted(interruption: RateLimited | StaleRead) -> Result:
 
     Throttled (RateLimited) is not failed: the pass comes back when Baseten said it
     may. A stale read (StaleRead) comes back rate-limited, once the cache has caught up.
-    Intents already flushed stay on record.
+    Intents it already wrote stay on record.
     """
     log.info("pass interrupted, coming back later", reason=str(interruption))
     if isinstance(interruption, RateLimited):
@@ -153,25 +154,24 @@ def _interrupted(interruption: RateLimited | StaleRead) -> Result:
 
 def _pause(p: Pass) -> NoReturn:
     entering = p.status.deployment_status != PAUSED
-    p.set(PAUSED, messages.paused(p.status.message))
+    p.report(PAUSED, messages.paused(p.status.message))
     if entering:
         p.event(EventReason.RECONCILIATION_PAUSED, messages.paused_event(p.spec.model_name))
-    raise Requeue()  # no Baseten call, no requeue: the next spec change wakes it
+    raise AwaitChange()  # no Baseten call: the next spec change wakes it
 
 
 def _reconcile(p: Pass) -> NoReturn:
-    model_id = resolve_model_id(p)  # step 6
+    resolve_model_id(p)  # step 6: into status.modelID, which every later step reads
     if p.spec.truss_config is not None:  # step 7
-        source = resolve_truss_source(p, model_id)
-        model_id = p.status.model_id or model_id
-        if not model_id:
-            raise Requeue(p.deps.timing.push_poll)  # the push creates the model
+        source = resolve_truss_source(p)
     else:
         assert p.spec.source_deployment_name is not None
         source = p.spec.source_deployment_name
-        track_source(p, source)
-    assert model_id is not None
+        p.track_source(source)
+    model_id = p.status.model_id
+    if not model_id:
+        raise RequeueAfter(p.deps.timing.push_poll)  # the push in flight creates the model
     environment = ensure_environment(p, model_id)  # step 8
-    record_active(p, environment)
+    p.record_active(environment.current_deployment)
     correct_drift(p, model_id, environment, steady_message(p, environment))
     promote_source(p, model_id, source, environment)  # steps 9 to 14

@@ -2,7 +2,7 @@
 
 The bookkeeping (firstDeploymentFailureTime, deploymentRetryCount, nextRetryTime)
 belongs to one failing deployment: it starts fresh when the pass moves on to another
-source (`source.track_source`) or candidate (`promotion.track_candidate`).
+source or candidate (`Pass.track_source`, `Pass.track_candidate`).
 """
 
 from __future__ import annotations
@@ -16,10 +16,11 @@ from baseten_operator.api.constants import BUILDING, RETRYABLE_FAILURES, EventRe
 from baseten_operator.baseten.errors import BasetenAPIError
 from baseten_operator.baseten.models import DeploymentV1
 from baseten_operator.controller import messages
-from baseten_operator.controller.context import Pass, Requeue
+from baseten_operator.controller.context import Pass
+from baseten_operator.controller.endings import RequeueAfter
 from baseten_operator.controller.telemetry import count_retry
 from baseten_operator.controller.timing import go_duration
-from baseten_operator.runtime.clock import format_rfc3339, parse_rfc3339
+from baseten_operator.runtime.clock import parse_rfc3339
 
 log = structlog.get_logger(__name__)
 
@@ -45,9 +46,9 @@ def retry_failed_deployment(
     first = parse_rfc3339(status.first_deployment_failure_time)
     if first is None:
         first = now
-        status.first_deployment_failure_time = format_rfc3339(now)
+        p.record_first_failure(now)
         # On record before anything else: a crash now must not restart the 2h window.
-        p.writer.flush()
+        p.persist_intent()
 
     if now - first >= timing.retry_deadline:
         p.event(
@@ -59,7 +60,7 @@ def retry_failed_deployment(
 
     next_retry = parse_rfc3339(status.next_retry_time)
     if next_retry is not None and now < next_retry:
-        raise Requeue(next_retry - now)
+        raise RequeueAfter(next_retry - now)
 
     # Another BasetenModel on the same model may have retried it already.
     try:
@@ -67,9 +68,9 @@ def retry_failed_deployment(
     except BasetenAPIError as error:
         if not error.is_not_found:
             raise
-        raise Requeue(timing.poll) from error
+        raise RequeueAfter(timing.poll) from error
     if fresh.status not in RETRYABLE_FAILURES:
-        raise Requeue(timing.poll)
+        raise RequeueAfter(timing.poll)
 
     attempt = (status.deployment_retry_count or 0) + 1
     try:
@@ -86,7 +87,7 @@ def retry_failed_deployment(
                 EventReason.DEPLOYMENT_RETRIED,
                 messages.retried_event(deployment.name, fresh.status, attempt),
             )
-            p.set(BUILDING, messages.retrying(deployment.name, fresh.status, attempt))
+            p.report(BUILDING, messages.retrying(deployment.name, fresh.status, attempt))
             count_retry("retried")
         else:
             p.event(
@@ -97,14 +98,12 @@ def retry_failed_deployment(
 
     schedule_next_retry(p, now)
     log.info("deployment retry", key=p.key, deployment=deployment.name, attempt=attempt)
-    raise Requeue(timing.poll)
+    raise RequeueAfter(timing.poll)
 
 
 def schedule_next_retry(p: Pass, now: float) -> float:
     """Count the attempt just made and set nextRetryTime after its backoff; the delay."""
-    status = p.status
-    attempt = (status.deployment_retry_count or 0) + 1
-    status.deployment_retry_count = attempt
+    attempt = (p.status.deployment_retry_count or 0) + 1
     delay = p.deps.timing.retry_delay(attempt, p.deps.random())
-    status.next_retry_time = format_rfc3339(now + delay)
+    p.record_retry(attempt, now + delay)
     return delay

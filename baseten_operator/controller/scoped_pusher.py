@@ -4,32 +4,34 @@ key and Baseten team."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 import structlog
 
 from baseten_operator.baseten.errors import BasetenAPIError
+from baseten_operator.baseten.teams import TeamScopedClient
+from baseten_operator.controller.ports import Pusher
 from baseten_operator.truss.pusher import PushOutcome, PushRequest
 
 log = structlog.get_logger(__name__)
 
 
 class ScopedPusher:
-    def __init__(self, pusher: Any, api_key: str | None, team_client: Any | None) -> None:
+    def __init__(
+        self, pusher: Pusher, api_key: str | None, team_client: TeamScopedClient | None
+    ) -> None:
         self._pusher = pusher
         self._api_key = api_key
-        # A TeamScopedClient: truss takes the team's ID, not its name.
+        # truss takes the team's ID, not its name: the team view looks it up (once a pass).
         self._team_client = team_client
 
     def has_capacity(self) -> bool:
-        return bool(self._pusher.has_capacity())
+        return self._pusher.has_capacity()
 
     def in_flight(self, deployment_name: str) -> bool:
-        return bool(self._pusher.in_flight(deployment_name))
+        return self._pusher.in_flight(deployment_name)
 
     def take_outcome(self, key: str) -> PushOutcome | None:
-        outcome: PushOutcome | None = self._pusher.take_outcome(key)
-        return outcome
+        return self._pusher.take_outcome(key)
 
     def launch(self, req: PushRequest) -> bool:
         team_id = None
@@ -40,4 +42,4 @@ class ScopedPusher:
                 log.warning("team lookup for a push failed", key=req.key, error=str(error))
                 return False  # retried on the next pass, as when there is no capacity
         scoped = dataclasses.replace(req, api_key=self._api_key, team_id=team_id)
-        return bool(self._pusher.launch(scoped))
+        return self._pusher.launch(scoped)

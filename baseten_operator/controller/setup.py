@@ -11,7 +11,13 @@ from baseten_operator.api.constants import BASETENMODELS
 from baseten_operator.baseten.pool import BasetenClientPool
 from baseten_operator.controller.context import Dependencies
 from baseten_operator.controller.ownership import CLAIM_INDEX, claim_index
-from baseten_operator.controller.ports import Recorder
+from baseten_operator.controller.ports import (
+    BasetenAPI,
+    KeyedBasetenAPI,
+    KubeAPI,
+    Pusher,
+    Recorder,
+)
 from baseten_operator.controller.reconciler import BasetenModelReconciler
 from baseten_operator.controller.tenancy import Tenancy
 from baseten_operator.controller.tenancy_watches import (
@@ -63,7 +69,7 @@ class TenancySources:
 
     namespaces: Informer
     secrets: Informer
-    pool: BasetenClientPool
+    pool: BasetenClientPool[KeyedBasetenAPI]
     operator_namespace: str
     require_policy: bool = False
 
@@ -88,12 +94,12 @@ def build_controller(
     *,
     models: Informer,
     configmaps: Informer,
-    kube: Any,
-    baseten: Any,
+    kube: KubeAPI,
+    baseten: BasetenAPI,
     recorder: Recorder,
     clock: Clock,
     timing: Timing,
-    pusher: Any = None,
+    pusher: Pusher | None = None,
     max_concurrent_reconciles: int = 5,
     rng: Callable[[], float] = random.random,
     tenancy: TenancySources | None = None,
@@ -153,10 +159,15 @@ def build_controller(
 def setup_with_manager(
     manager: Any,
     *,
-    pool: BasetenClientPool,
+    pool: BasetenClientPool[KeyedBasetenAPI],
     operator_namespace: str,
+    kube: KubeAPI,
+    recorder: Recorder,
+    clock: Clock,
+    timing: Timing,
+    pusher: Pusher | None = None,
+    max_concurrent_reconciles: int = 5,
     require_namespace_policy: bool = False,
-    **kwargs: Any,
 ) -> Controller:
     """`build_controller` on the manager's shared informers, registered with it."""
     tenancy = TenancySources(
@@ -171,9 +182,14 @@ def setup_with_manager(
     controller = build_controller(
         models=manager.informer(BASETENMODELS),
         configmaps=manager.informer(CONFIGMAPS),
+        kube=kube,
         baseten=pool.default,
+        recorder=recorder,
+        clock=clock,
+        timing=timing,
+        pusher=pusher,
+        max_concurrent_reconciles=max_concurrent_reconciles,
         tenancy=tenancy,
-        **kwargs,
     )
     manager.add_controller(controller)
     return controller

@@ -1,20 +1,22 @@
 """Status accumulation and writing (docs/contract.md section 2).
 
-A pass edits `StatusWriter.status` freely; nothing reaches the API server until
-`commit()` at the end of the pass, or `flush()` for the few intents that must be
-persisted before a Baseten call (first failure time, push launch, promotion, delete).
-An intent is written against the resourceVersion the pass read: if the object moved
-on meanwhile, the pass acted on stale data, so `flush()` raises `StaleRead` and the
-irreversible call it precedes is not made.
-A write happens only when the rendered status differs from the last one stored, so a
-pass that changes nothing writes nothing (writes cause watch events, and needless
-ones become hot loops).
+A pass builds the status in memory through `context.Pass`'s methods; the reconciler writes
+it once, at the end (`StatusWriter.write_outcome`), merged onto a newer stored object if
+the object moved on meanwhile. Only when the rendered status differs from the stored one:
+a pass that changes nothing writes nothing (writes cause watch events, and needless ones
+become hot loops).
+
+The few intents that must be on record before an irreversible Baseten call (first failure
+time, push launch, promotion, delete) are written earlier (`write_intent`), against the
+resourceVersion the pass read, changed or not: if the object moved on meanwhile, the pass
+acted on stale data, so `write_intent` raises `StaleRead` and the call it precedes is not
+made.
 """
 
 from __future__ import annotations
 
 import copy
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 import structlog
 
@@ -26,6 +28,7 @@ from baseten_operator.api.constants import (
     READY_STATUSES,
 )
 from baseten_operator.api.types import BasetenModelStatus, Condition, to_wire
+from baseten_operator.controller.ports import KubeAPI
 from baseten_operator.runtime.client import Conflict, NotFound
 from baseten_operator.runtime.clock import Clock, rfc3339
 from baseten_operator.runtime.text import cut
@@ -40,10 +43,20 @@ class StaleRead(Exception):
         super().__init__(f"{name} changed since this pass read it")
 
 
-class StatusClient(Protocol):
-    def get(self, res: Any, name: str, namespace: str | None = None) -> dict[str, Any]: ...
+def report(status: BasetenModelStatus, deployment_status: str, message: str) -> None:
+    """Set `deploymentStatus` and `message`; a healthy status ends any failure episode."""
+    status.deployment_status = deployment_status
+    # Cut: a message quoting an oversized input must not make the status unwritable.
+    status.message = cut(message)
+    if deployment_status in READY_STATUSES:
+        clear_retries(status)
 
-    def update_status(self, res: Any, body: dict[str, Any]) -> dict[str, Any]: ...
+
+def clear_retries(status: BasetenModelStatus) -> None:
+    """End the failure episode: its retry bookkeeping goes (section 4)."""
+    status.first_deployment_failure_time = None
+    status.deployment_retry_count = None
+    status.next_retry_time = None
 
 
 def parse_status(raw: Any) -> BasetenModelStatus:
@@ -123,70 +136,62 @@ def with_conditions(
 
 
 class StatusWriter:
-    """The status of one object during one pass, and the writes that persist it."""
+    """The status of one object during one pass, and the two writes that persist it."""
 
-    def __init__(self, client: StatusClient, obj: dict[str, Any], clock: Clock) -> None:
+    def __init__(self, client: KubeAPI, obj: dict[str, Any], clock: Clock) -> None:
         self._client = client
         self._clock = clock
         self._obj = obj
         self.status = parse_status(obj.get("status"))
         self._stored = to_wire(self.status)
-        self.writes = 0
 
     @property
     def generation(self) -> int | None:
         generation = self._obj.get("metadata", {}).get("generation")
         return int(generation) if generation is not None else None
 
-    def set(self, deployment_status: str, message: str) -> None:
-        self.status.deployment_status = deployment_status
-        # Cut: a message quoting an oversized input must not make the status unwritable.
-        self.status.message = cut(message)
-        if deployment_status in READY_STATUSES:
-            # A healthy deployment ends any failure episode (section 2).
-            self.clear_retries()
-
-    def clear_retries(self) -> None:
-        self.status.first_deployment_failure_time = None
-        self.status.deployment_retry_count = None
-        self.status.next_retry_time = None
-
-    def flush(self) -> None:
+    def write_intent(self) -> None:
         """Persist now: an intent that must be on record before the Baseten call it precedes.
 
-        StaleRead when the stored object has changed since this pass read it.
+        Conditional on the resourceVersion this pass read, and sent even when the status
+        is unchanged (a pass repeating an interrupted promote or delete, a new leader
+        inheriting an intent from a cache that lags): the write is what proves the object
+        this pass acts on is current. The API server still checks the resourceVersion of
+        an unchanged write, which is otherwise a no-op (same resourceVersion, no watch
+        event). StaleRead when the object changed, or is gone, since this pass read it.
         """
-        self._commit(reapply_on_conflict=False)
+        self._persist(intent=True)
 
-    def commit(self) -> None:
-        """Persist what the pass decided, merged onto the stored object if it moved on."""
-        self._commit(reapply_on_conflict=True)
+    def write_outcome(self) -> None:
+        """Persist what the pass decided, if anything changed, merged onto the stored object
+        if it moved on."""
+        self._persist(intent=False)
 
-    def _commit(self, *, reapply_on_conflict: bool) -> None:
+    def _persist(self, *, intent: bool) -> None:
         complete = with_conditions(self.status, self.generation, rfc3339(self._clock))
         rendered = to_wire(complete)
-        if rendered == self._stored:
+        if rendered == self._stored and not intent:
             return
-        self._write(rendered, reapply_on_conflict)
+        self._write(rendered, intent=intent)
         self._stored = rendered
         # Later renders compare conditions against what is now stored (not a second render,
         # whose clock may have ticked past a second and moved lastTransitionTime).
         self.status.conditions = complete.conditions
 
-    def _write(self, rendered: dict[str, Any], reapply_on_conflict: bool) -> None:
+    def _write(self, rendered: dict[str, Any], *, intent: bool) -> None:
         body = copy.deepcopy(self._obj)
         body["status"] = rendered
         try:
             self._obj = self._client.update_status(BASETENMODELS, body)
-        except NotFound:
+        except NotFound as gone:
+            if intent:
+                raise StaleRead(_name(self._obj)) from gone
             log.debug("object gone before its status write", name=_name(self._obj))
-            return
         except Conflict as conflict:
-            if not reapply_on_conflict:
+            if intent:
                 raise StaleRead(_name(self._obj)) from conflict
             # Our cached copy is stale: re-read and apply just the fields this pass changed.
             self._obj = self._reapply(rendered)
-        self.writes += 1
 
     def _reapply(self, rendered: dict[str, Any]) -> dict[str, Any]:
         meta = self._obj["metadata"]

@@ -20,7 +20,7 @@ from baseten_operator.controller.namespace_policy import (
     NamespacePolicy,
     effective_team,
 )
-from baseten_operator.controller.ports import ObjectCache
+from baseten_operator.controller.ports import BasetenAPI, KeyedBasetenAPI, ObjectCache
 
 
 class ApiKeyUnavailable(Exception):
@@ -43,7 +43,7 @@ def parse_spec_quietly(obj: dict[str, Any]) -> BasetenModelSpec | None:
 class Tenancy:
     namespaces: ObjectCache  # the Namespace informer: get(None, name)
     secrets: ObjectCache  # the Secret informer of the operator's own namespace
-    pool: BasetenClientPool
+    pool: BasetenClientPool[KeyedBasetenAPI]
     claimants: ClaimLookup
     operator_namespace: str
     require_policy: bool = False
@@ -52,6 +52,8 @@ class Tenancy:
         return NamespacePolicy.from_namespace(namespace, self.namespaces.get(None, namespace))
 
     def team_of(self, namespace: str, spec: BasetenModelSpec) -> str | None:
+        """The Baseten team of a CR's model: its namespace's, else its own `spec.team`
+        (None: the organisation's)."""
         return effective_team(spec, self.policy(namespace))
 
     def allows(self, obj: dict[str, Any]) -> BasetenModelSpec | None:
@@ -64,7 +66,7 @@ class Tenancy:
             return None
         return spec
 
-    def baseten_for(self, policy: NamespacePolicy, team: str | None) -> Any:
+    def baseten_for(self, policy: NamespacePolicy, team: str | None) -> BasetenAPI:
         """The client for a namespace: its own key's (pooled) or the operator's, in its team."""
         client = self.pool.default
         if policy.api_key_secret is not None:

@@ -20,6 +20,7 @@ from baseten_operator.controller.namespace_policy import (
     TEAM,
 )
 from baseten_operator.controller.ownership import CLAIM_INDEX, claim_changed, requests_for_claims
+from baseten_operator.controller.tenancy import ClaimLookup
 from baseten_operator.runtime.controller import Controller, Request
 from baseten_operator.runtime.informer import Informer
 
@@ -43,7 +44,7 @@ def policy_changed(old: dict[str, Any], new: dict[str, Any]) -> bool:
     return _policy(old) != _policy(new)
 
 
-def _claimants(models: Informer) -> Any:
+def _claimants(models: Informer) -> ClaimLookup:
     return lambda value: models.by_index(CLAIM_INDEX, value)
 
 

@@ -1,4 +1,9 @@
-"""Every delay of the reconciler (docs/contract.md section 9), scaled by --time-scale."""
+"""Every delay of the reconciler (docs/contract.md section 9), scaled by --time-scale.
+
+The push's hard timeout is not one of them: it bounds a real child process, which runs no
+faster under a small --time-scale, so it lives unscaled with the pusher
+(`truss.pusher.PUSH_TIMEOUT`).
+"""
 
 from __future__ import annotations
 
@@ -18,8 +23,6 @@ class Timing:
     # After an environment create or a settings PATCH (applied asynchronously).
     settings_applied: float = 10.0
     push_poll: float = 10.0
-    # Not scaled where it is used (main.py): it bounds a real child process.
-    push_timeout: float = 5 * MINUTE
     retry_base: float = 2 * MINUTE
     retry_cap: float = 30 * MINUTE
     retry_jitter: float = 0.5

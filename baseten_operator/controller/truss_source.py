@@ -22,18 +22,12 @@ from baseten_operator.api.constants import (
 from baseten_operator.api.types import TrussConfig, to_wire
 from baseten_operator.baseten.errors import BasetenAPIError
 from baseten_operator.controller import messages
-from baseten_operator.controller.context import (
-    Pass,
-    ReconcileError,
-    Requeue,
-    raise_if_model_gone,
-)
-from baseten_operator.controller.model_id import remember_model_id
+from baseten_operator.controller.context import Pass
+from baseten_operator.controller.endings import ReconcileError, RequeueAfter, raise_if_model_gone
 from baseten_operator.controller.ports import ObjectCache
 from baseten_operator.controller.push_preflight import push_problem
 from baseten_operator.controller.retries import schedule_next_retry
-from baseten_operator.controller.source import track_source
-from baseten_operator.runtime.clock import format_rfc3339, parse_rfc3339
+from baseten_operator.runtime.clock import parse_rfc3339
 from baseten_operator.runtime.controller import TerminalError
 from baseten_operator.truss.naming import config_hash, name_for_hash
 from baseten_operator.truss.pusher import PushOutcome, PushRequest
@@ -110,14 +104,14 @@ def expected_truss_source(p: Pass) -> TrussSource:
     return truss_source_for(p.deps.configmaps, p.namespace, p.spec.truss_config)
 
 
-def resolve_truss_source(p: Pass, model_id: str | None) -> str:
+def resolve_truss_source(p: Pass) -> str:
     """The source deployment's name once it exists; until then the pass ends pushing it."""
     ap = messages.recorded_active_prefix(p.status.active_deployment_name)
     try:
         source = expected_truss_source(p)
     except SetupScriptError as error:
         message = messages.push_preparation_failed(ap, str(error))
-        p.set(FAILED, message)
+        p.report(FAILED, message)
         p.event(EventReason.SETUP_SCRIPT_NOT_FOUND, error.event_text)
         raise ReconcileError(message) from error
 
@@ -129,14 +123,14 @@ def resolve_truss_source(p: Pass, model_id: str | None) -> str:
         and status.source_deployment_name == source.name
     ):
         return source.name
-    model_id = status.model_id or model_id
+    model_id = status.model_id  # resolved by step 6, or learnt from the push just collected
     if model_id:
         try:
             existing = p.deps.baseten.find_deployment(model_id, source.name)
         except BasetenAPIError as error:
             raise_if_model_gone(error)
-            p.set(PENDING, messages.deployment_check_failed(ap, source.name, error))
-            raise Requeue(p.deps.timing.poll) from error
+            p.report(PENDING, messages.deployment_check_failed(ap, source.name, error))
+            raise RequeueAfter(p.deps.timing.poll) from error
         if existing is not None:
             if status.truss_push_status == TRUSS_PUSHING:
                 p.event(
@@ -148,11 +142,10 @@ def resolve_truss_source(p: Pass, model_id: str | None) -> str:
 
 
 def _mark_pushed(p: Pass, source: TrussSource) -> None:
-    track_source(p, source.name)
-    p.status.truss_config_hash = source.hash
-    p.status.truss_push_status = TRUSS_PUSH_DONE
+    p.track_source(source.name)
+    p.record_pushed(source.hash)
     # Push failures are behind us; a failing deployment starts its own episode.
-    p.writer.clear_retries()
+    p.clear_retries()
 
 
 def _collect_outcome(p: Pass, ap: str, source: TrussSource) -> None:
@@ -162,7 +155,7 @@ def _collect_outcome(p: Pass, ap: str, source: TrussSource) -> None:
         return  # nothing finished, or a push of a config the spec has since left
     if outcome.succeeded:
         if outcome.model_id and not p.status.model_id:
-            remember_model_id(p, outcome.model_id)
+            p.record_model_id(outcome.model_id)
         if p.status.truss_push_status == TRUSS_PUSHING:
             # Unless a pass already found the deployment (and said so) while the push ran.
             p.event(EventReason.TRUSS_PUSH_COMPLETED, messages.push_completed_event(source.name))
@@ -176,11 +169,11 @@ def _push_failed(p: Pass, ap: str, name: str, error: str) -> NoReturn:
     status = p.status
     now = p.deps.clock.now()
     p.event(EventReason.TRUSS_PUSH_FAILED, messages.push_failed_event(name, error))
-    p.set(FAILED, messages.push_failed(ap, name, error))
-    status.truss_push_status = None
+    p.report(FAILED, messages.push_failed(ap, name, error))
+    p.record_no_push()
     if not status.first_deployment_failure_time:
-        status.first_deployment_failure_time = format_rfc3339(now)
-    raise Requeue(schedule_next_retry(p, now))
+        p.record_first_failure(now)
+    raise RequeueAfter(schedule_next_retry(p, now))
 
 
 def _push(p: Pass, model_id: str | None, ap: str, source: TrussSource) -> NoReturn:
@@ -201,15 +194,15 @@ def _push(p: Pass, model_id: str | None, ap: str, source: TrussSource) -> NoRetu
     if problem is not None:
         # truss would refuse it minutes from now with a cryptic error; only a spec edit helps.
         message = messages.push_preparation_failed(ap, problem)
-        p.set(FAILED, message)
+        p.report(FAILED, message)
         p.event(
             EventReason.TRUSS_PUSH_FAILED, messages.push_preparation_failed_event(name, problem)
         )
         raise TerminalError(message)
     if pusher is not None and pusher.in_flight(name):
         # Ours, or the same config in another environment: one push, one name.
-        p.set(DEPLOYING, messages.push_in_progress(ap, name))
-        raise Requeue(timing.push_poll)
+        p.report(DEPLOYING, messages.push_in_progress(ap, name))
+        raise RequeueAfter(timing.push_poll)
     if ours:
         # On record as pushing, yet no push of that name runs in this process, and the
         # lookup above found no deployment of that name: the replica that started it
@@ -218,20 +211,18 @@ def _push(p: Pass, model_id: str | None, ap: str, source: TrussSource) -> NoRetu
         p.event(EventReason.TRUSS_PUSH_FAILED, messages.push_interrupted_event(name))
 
     # The backoff below belongs to this name's failed pushes: a new name starts afresh.
-    track_source(p, name)
+    p.track_source(name)
     next_retry = parse_rfc3339(status.next_retry_time)
     if next_retry is not None and now < next_retry:
-        raise Requeue(next_retry - now)  # backing off after a failed push
+        raise RequeueAfter(next_retry - now)  # backing off after a failed push
     if pusher is None or not pusher.has_capacity():
-        p.set(PENDING, messages.waiting_for_push_capacity(ap, name))
-        raise Requeue(timing.push_poll)
+        p.report(PENDING, messages.waiting_for_push_capacity(ap, name))
+        raise RequeueAfter(timing.push_poll)
 
-    status.truss_push_status = TRUSS_PUSHING
-    status.truss_push_time = format_rfc3339(now)
-    status.truss_config_hash = source.hash
-    p.set(DEPLOYING, messages.push_started(ap, name))
+    p.record_push_launch(source.hash, now)
+    p.report(DEPLOYING, messages.push_started(ap, name))
     # On record before the push: a restart finds it and does not push twice.
-    p.writer.flush()
+    p.persist_intent()
     request = PushRequest(
         key=p.key,
         model_name=p.spec.model_name,
@@ -241,11 +232,11 @@ def _push(p: Pass, model_id: str | None, ap: str, source: TrussSource) -> NoRetu
         model_id=model_id,
     )
     if not pusher.launch(request):
-        status.truss_push_status = None
-        p.set(PENDING, messages.waiting_for_push_capacity(ap, name))
-        raise Requeue(timing.push_poll)
+        p.record_no_push()
+        p.report(PENDING, messages.waiting_for_push_capacity(ap, name))
+        raise RequeueAfter(timing.push_poll)
     p.event(
         EventReason.TRUSS_PUSH_STARTED,
         messages.push_started_event(p.spec.model_name, name, creates_model=model_id is None),
     )
-    raise Requeue(timing.push_poll)
+    raise RequeueAfter(timing.push_poll)

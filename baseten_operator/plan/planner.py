@@ -16,6 +16,7 @@ from typing import Any
 import structlog
 
 from baseten_operator.api.constants import (
+    BUILD_STOPPED,
     DELETE_BLOCKED,
     DELETE_FAILED,
     FAILED,
@@ -28,8 +29,9 @@ from baseten_operator.api.constants import (
 from baseten_operator.api.types import BasetenModelSpec, to_wire
 from baseten_operator.baseten.errors import BasetenAPIError
 from baseten_operator.baseten.settings import detect_drift
-from baseten_operator.controller.context import Dependencies, Pass, ReconcileError, Requeue
+from baseten_operator.controller.context import Dependencies, Pass
 from baseten_operator.controller.deletion import has_finalizer
+from baseten_operator.controller.endings import PassEnded, ReconcileError
 from baseten_operator.controller.model_id import resolve_model_id
 from baseten_operator.controller.orphans import OrphanVerdict, review_model_orphans
 from baseten_operator.controller.reconciler import BasetenModelReconciler, parse_spec
@@ -51,8 +53,9 @@ from baseten_operator.runtime.controller import Request, TerminalError
 
 log = structlog.get_logger(__name__)
 
-# Final statuses that say the operator cannot go on until something changes.
-_BLOCKED_STATUSES = frozenset({FAILED, DELETE_BLOCKED, DELETE_FAILED})
+# Final statuses that say the operator cannot go on until something changes (a stopped
+# build: until someone restarts it).
+_BLOCKED_STATUSES = frozenset({FAILED, DELETE_BLOCKED, DELETE_FAILED, BUILD_STOPPED})
 _BLOCKING_EVENTS = frozenset({str(EventReason.PROMOTION_BLOCKED)})
 _NO_WRITES = {
     Mode.OBSERVE: "Observe mode: the operator reads Baseten and reports, it never writes",
@@ -202,7 +205,7 @@ class Planner:
         writer = StatusWriter(MemoryKube(), obj, self.clock)
         try:
             model_id = resolve_model_id(Pass(deps, obj, spec, writer))
-        except (ReconcileError, Requeue):
+        except (ReconcileError, PassEnded):
             return  # not found: the deletion pass retains nothing, which the plan shows
         if model_id:
             obj["status"] = to_wire(writer.status)

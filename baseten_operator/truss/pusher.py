@@ -39,6 +39,11 @@ from baseten_operator.truss.push_child import (
 log = structlog.get_logger(__name__)
 
 DEFAULT_CHILD_ARGV: tuple[str, ...] = (sys.executable, "-m", "baseten_operator.truss.push_child")
+# The hard timeout of one push (docs/contract.md section 5). Never scaled by --time-scale:
+# it bounds a real child process, which runs no faster in the sandbox (scaled, every push
+# there, a few seconds of truss start-up, would be killed); unscaled, it stays the 5-minute
+# safety net it is meant to be.
+PUSH_TIMEOUT = 5 * 60.0
 STDERR_LOG_LINES = 20
 
 
@@ -100,7 +105,7 @@ class TrussPusher:
         remote_url: str,
         *,
         max_concurrent: int = 4,
-        timeout: float = 300.0,
+        timeout: float = PUSH_TIMEOUT,
         on_done: Callable[[PushOutcome], None] | None = None,
         clock: Clock | None = None,
         child_argv: Sequence[str] = DEFAULT_CHILD_ARGV,

@@ -7,6 +7,9 @@ from typing import Any
 import pytest
 from operator_harness import OperatorHarness, is_ready, reconcile_spec, wait_for
 
+from baseten_operator.api.constants import BASETENMODELS
+from baseten_operator.controller.status import StaleRead, StatusWriter
+from baseten_operator.runtime.clock import RealClock
 from baseten_operator.sim.baseten.engine import LifecycleDurations
 from baseten_operator.sim.baseten.errors import SimError
 
@@ -109,3 +112,27 @@ def test_baseten_5xx_and_429_for_a_while(harness: OperatorHarness, namespace: st
         assert not harness.promote_violations(sources[name])
     answered = [r.status for r in harness.requests.seen() if r.status in (500, 429)]
     assert answered.count(500) == 12 and answered.count(429) == 6
+
+
+def test_an_unchanged_intent_write_still_proves_the_version_it_read(
+    harness: OperatorHarness, namespace: str
+) -> None:
+    """docs/contract.md section 11: the status written before an irreversible call is checked
+    against the resourceVersion the pass read even when it repeats the stored status; the
+    API server answers a current one as a no-op and a stale one with 409."""
+    model = harness.sim.seed_model("held")
+    harness.sim.seed_deployment(model["id"], "h1")
+    harness.create_model_cr(namespace, "held", reconcile_spec("held", "h1", mode="Pause"))
+    read = harness.wait_status(
+        namespace, "held", lambda cr: status_of(cr).get("deploymentStatus") == "PAUSED"
+    )
+    version = read["metadata"]["resourceVersion"]
+
+    StatusWriter(harness.kube, read, RealClock()).write_intent()
+    after = harness.get_cr(namespace, "held")
+    assert after is not None and after["metadata"]["resourceVersion"] == version  # a no-op
+
+    labels = {"metadata": {"labels": {"touched": "by-someone-else"}}}
+    harness.kube.patch(BASETENMODELS, "held", labels, namespace)
+    with pytest.raises(StaleRead):
+        StatusWriter(harness.kube, read, RealClock()).write_intent()

@@ -32,7 +32,8 @@ from baseten_operator.api.constants import BASETENMODELS, FINALIZER
 from baseten_operator.api.crd import build_crd
 from baseten_operator.baseten.client import API_KEY_ENV, BASE_URL_ENV, BasetenClient
 from baseten_operator.cli import main
-from baseten_operator.controller.context import Dependencies, ReconcileError
+from baseten_operator.controller.context import Dependencies
+from baseten_operator.controller.endings import ReconcileError
 from baseten_operator.controller.reconciler import BasetenModelReconciler
 from baseten_operator.controller.timing import Timing
 from baseten_operator.main import remote_url

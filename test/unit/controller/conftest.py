@@ -1,5 +1,9 @@
 """Fakes for the reconciler's unit tests: Baseten, the kube API + informer cache, a pusher.
 
+FakeBaseten, FakeKube and FakePusher implement the Protocols of controller/ports.py
+(BasetenAPI and KeyedBasetenAPI, KubeAPI, Pusher): mypy checks this file (pyproject.toml),
+so a fake cannot drift from the interface the real clients implement.
+
 Everything is reached through the `h` fixture (a Harness): test modules cannot import
 each other or this file.
 """
@@ -9,7 +13,7 @@ from __future__ import annotations
 import base64
 import copy
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -206,7 +210,7 @@ class FakeBaseten:
         return self.retry_result or RetryResult(retried=True)
 
     def update_deployment_autoscaling(
-        self, model_id: str, deployment_id: str, settings: dict[str, Any]
+        self, model_id: str, deployment_id: str, settings: Mapping[str, Any]
     ) -> None:
         self._enter("update_deployment_autoscaling", model_id, deployment_id, dict(settings))
 
@@ -226,8 +230,8 @@ class FakeBaseten:
         self,
         model_id: str,
         name: str,
-        autoscaling_settings: dict[str, Any] | None,
-        promotion_settings: dict[str, Any] | None,
+        autoscaling_settings: Mapping[str, Any] | None,
+        promotion_settings: Mapping[str, Any] | None,
     ) -> EnvironmentV1:
         self._enter("create_environment", model_id, name, autoscaling_settings, promotion_settings)
         self._model(model_id)
@@ -237,8 +241,8 @@ class FakeBaseten:
         self,
         model_id: str,
         env_name: str,
-        autoscaling_settings: dict[str, Any] | None,
-        promotion_settings: dict[str, Any] | None,
+        autoscaling_settings: Mapping[str, Any] | None,
+        promotion_settings: Mapping[str, Any] | None,
     ) -> None:
         self._enter(
             "update_environment", model_id, env_name, autoscaling_settings, promotion_settings
@@ -270,7 +274,11 @@ class FakeBaseten:
 
 
 class FakeKube:
-    """The API server's copy of BasetenModels: optimistic concurrency on resourceVersion."""
+    """The API server's copy of BasetenModels: optimistic concurrency on resourceVersion.
+
+    `status_writes` are the writes that changed a status (each a new resourceVersion and a
+    watch event); an unchanged one is still checked against the resourceVersion.
+    """
 
     def __init__(self) -> None:
         self.objects: dict[tuple[str, str], dict[str, Any]] = {}
@@ -303,6 +311,9 @@ class FakeKube:
             raise Conflict(409, "Conflict", "the object has been modified")
         if meta.get("resourceVersion") != stored["metadata"]["resourceVersion"]:
             raise Conflict(409, "Conflict", "the object has been modified")
+        if body["status"] == stored.get("status"):
+            # As the API server does: checked, but a no-op (same version, no watch event).
+            return copy.deepcopy(stored)
         self.status_writes.append(copy.deepcopy(body["status"]))
         updated = copy.deepcopy(stored)
         updated["status"] = copy.deepcopy(body["status"])
@@ -518,7 +529,7 @@ class Harness:
             }
         )
         body = {**copy.deepcopy(body), **spec_fields}
-        obj = {
+        obj: dict[str, Any] = {
             "apiVersion": "models.baseten.com/v1alpha1",
             "kind": "BasetenModel",
             "metadata": {

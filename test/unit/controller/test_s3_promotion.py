@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from baseten_operator.baseten.errors import BasetenAPIError
-from baseten_operator.runtime.controller import TerminalError
+from baseten_operator.runtime.controller import Result
 
 AP = "active: old (3 replicas) | "
 
@@ -123,13 +123,12 @@ def test_candidate_in_progress(h) -> None:
     assert h.baseten.writes == []
 
 
-def test_candidate_build_stopped_is_terminal(h) -> None:
+def test_candidate_build_stopped_is_never_retried_but_looked_at_every_steady_period(h) -> None:
     h.baseten.add_model()
     candidate = h.baseten.add_deployment(name="src", status="BUILD_STOPPED")
     h.baseten.add_environment(candidate=candidate)
     h.create()
-    with pytest.raises(TerminalError):
-        h.run()
+    assert h.run() == Result(requeue_after=h.timing.steady)
     assert h.word() == "BUILD_STOPPED"
     assert h.message() == "candidate src failed: BUILD_STOPPED"
     assert h.event("PromotionFailed") == (
@@ -137,6 +136,18 @@ def test_candidate_build_stopped_is_terminal(h) -> None:
         "Candidate deployment src failed with status BUILD_STOPPED",
     )
     assert h.baseten.called("retry_deployment") == []
+    # Still stopped a steady period later: nothing new to say or write, still no retry.
+    h.clock.advance(h.timing.steady)
+    assert h.run() == Result(requeue_after=h.timing.steady)
+    assert (h.writes, h.events) == (0, [])
+    assert h.baseten.writes == []
+    # Someone restarts the build in the Baseten UI: the next look sees it.
+    restarted = candidate.model_copy(update={"status": "BUILDING"})
+    h.baseten.deployments["m1"] = [restarted]
+    h.baseten.add_environment(candidate=restarted)
+    assert h.run() == Result(requeue_after=h.timing.poll)
+    assert h.word() == "PROMOTING"
+    assert h.message() == "promoting: src (BUILDING, 0 replicas)"
 
 
 # --- step 12: double-promote guard -----------------------------------------------------------
@@ -242,13 +253,28 @@ def test_source_in_progress_waits(h, status: str) -> None:
     assert h.message() == f"{AP}waiting to promote: source deployment src is {status}"
 
 
-@pytest.mark.parametrize("status", ["UNHEALTHY", "BUILD_STOPPED", "SOMETHING_NEW"])
+@pytest.mark.parametrize("status", ["UNHEALTHY", "SOMETHING_NEW"])
 def test_source_other_status_waits(h, status: str) -> None:
     world(h, source_status=status)
     h.create()
     assert h.run().requeue_after == 30
     assert h.word() == status
     assert h.message() == f"{AP}waiting to promote: source deployment src has status {status}"
+
+
+def test_source_build_stopped_is_never_retried_but_looked_at_every_steady_period(h) -> None:
+    _, source = world(h, source_status="BUILD_STOPPED")
+    assert source is not None
+    h.create()
+    assert h.run() == Result(requeue_after=h.timing.steady)
+    assert h.word() == "BUILD_STOPPED"
+    assert h.message() == f"{AP}waiting to promote: source deployment src has status BUILD_STOPPED"
+    assert h.baseten.writes == []
+    # Someone restarts the build in the Baseten UI: the next look sees it.
+    h.baseten.deployments["m1"][1] = source.model_copy(update={"status": "BUILDING"})
+    h.clock.advance(h.timing.steady)
+    assert h.run() == Result(requeue_after=h.timing.poll)
+    assert h.message() == f"{AP}waiting to promote: source deployment src is BUILDING"
 
 
 def test_inactive_source_is_activated(h) -> None:

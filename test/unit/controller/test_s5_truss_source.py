@@ -7,6 +7,7 @@ import base64
 import pytest
 
 from baseten_operator.baseten.errors import BasetenAPIError
+from baseten_operator.runtime.controller import Result
 
 SCRIPT = (
     "#!/bin/bash\nset -e\npip install -r /app/data/requirements.txt && echo ready > /tmp/ready\n"
@@ -109,6 +110,18 @@ def test_a_push_on_record_that_runs_nowhere_is_pushed_again_at_once(t) -> None:
     )
     assert len(t.pusher.launched) == 2
     assert t.message() == f"truss push started for {NAME}"
+
+
+def test_a_repeated_push_intent_is_still_checked_before_the_launch(t) -> None:
+    t.run()
+    t.pusher.running.clear()  # the replica that pushed stopped; its push died with it
+    # The next pass records the same launch (same hash, name and second): unchanged, yet
+    # written against the version it read, which is stale.
+    t.kube.conflicts = 1
+    assert t.run() == Result(requeue=True)
+    assert len(t.pusher.launched) == 1
+    t.run()
+    assert len(t.pusher.launched) == 2
 
 
 def test_a_push_on_record_is_not_pushed_again_while_it_runs(t) -> None:

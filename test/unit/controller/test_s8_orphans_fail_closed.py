@@ -8,8 +8,10 @@ from typing import Any
 import pytest
 
 from baseten_operator.baseten.models import DeploymentV1, EnvironmentV1
+from baseten_operator.runtime.controller import Result
 
 OLD = datetime(2026, 1, 1, tzinfo=UTC) - timedelta(days=100)
+STEADY = "active: src (3 replicas, min:1 max:5) in production environment"
 CLEANUP = {
     "intervalMinutes": 10,
     "scaleToZero": True,
@@ -85,3 +87,31 @@ def test_an_environment_without_current_deployment_stops_cleanup_for_the_pass(h)
     h.clock.advance(600)
     h.run()
     assert cleaned(h) == {"id-old"}
+
+
+def test_a_skipped_cleanup_says_why_in_the_steady_status_and_requeues_as_steady(h) -> None:
+    world(h)
+    leftover(h, "old")
+    h.baseten.environments[("m1", "staging")] = EnvironmentV1.model_validate(
+        {"name": "staging", "model_id": "m1", "autoscaling_settings": {"min_replica": 0}}
+    )
+    assert h.run() == Result(requeue_after=h.timing.steady)
+    assert h.word() == "ACTIVE"
+    assert h.message() == (
+        f"{STEADY} | orphan cleanup skipped: what environment staging serves is unknown "
+        "(Baseten answered without current_deployment)"
+    )
+    assert h.events == []
+    # The next steady pass tries again, gets the same answer and has nothing new to write.
+    h.clock.advance(h.timing.steady)
+    assert h.run() == Result(requeue_after=h.timing.steady)
+    assert h.writes == 0
+    assert cleaned(h) == set()
+    # Once Baseten's answer is complete, the cleanup runs and the message is steady again.
+    h.baseten.environments[("m1", "staging")] = EnvironmentV1.model_validate(
+        {"name": "staging", "model_id": "m1", "current_deployment": None}
+    )
+    h.clock.advance(h.timing.steady)
+    h.run()
+    assert cleaned(h) == {"id-old"}
+    assert h.message() == STEADY

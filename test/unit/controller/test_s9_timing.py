@@ -7,12 +7,12 @@ import dataclasses
 import pytest
 
 from baseten_operator.controller.timing import Timing, go_duration
+from baseten_operator.truss.pusher import PUSH_TIMEOUT
 
 
 def test_defaults() -> None:
     t = Timing()
     assert (t.steady, t.poll, t.settings_applied, t.push_poll) == (300, 30, 10, 10)
-    assert t.push_timeout == 300
     assert (t.retry_base, t.retry_cap, t.retry_jitter, t.retry_deadline) == (120, 1800, 0.5, 7200)
     assert (t.delete_blocked, t.observe, t.recreation_blocked, t.model_id_invalidated) == (
         30,
@@ -30,6 +30,12 @@ def test_every_delay_is_scaled() -> None:
         assert getattr(scaled, field.name) == pytest.approx(getattr(base, field.name) * 0.01)
     assert scaled.retry_jitter == 0.5
     assert go_duration(scaled.nominal(scaled.retry_deadline)) == "2h0m0s"
+
+
+def test_the_push_timeout_is_five_minutes_and_never_a_scaled_delay() -> None:
+    # It bounds a real child process, which --time-scale does not speed up.
+    assert PUSH_TIMEOUT == 300
+    assert "push_timeout" not in {field.name for field in dataclasses.fields(Timing)}
 
 
 def test_invalid_scale() -> None:

@@ -50,3 +50,54 @@ def test_a_promote_intent_that_conflicts_stops_before_the_promote(h) -> None:
     # The next pass, on the fresh object, promotes once.
     h.run()
     assert len(h.baseten.called("promote")) == 1
+
+
+def test_a_repeated_promote_intent_is_still_checked_before_the_promote(h) -> None:
+    promotable_world(h)
+    h.create()
+    # A pass wrote its intent, then was cut short before Baseten took the promote.
+    h.baseten.fail("promote", RateLimited("POST promote", 5.0, "HTTP 429"))
+    h.run()
+    assert h.word() == "PROMOTING_DEPLOYMENT"
+    # The next pass states the same intent: unchanged, yet written against the version it
+    # read, and that version is stale (another writer, or a cache that lags a new leader).
+    h.kube.conflicts = 1
+    assert h.run() == Result(requeue=True)
+    assert len(h.baseten.called("promote")) == 1  # only the attempt that was cut short
+    assert h.word() == "PROMOTING_DEPLOYMENT"
+    # On a current object the unchanged intent is a no-op write, and the promote goes ahead.
+    h.run()
+    assert len(h.baseten.called("promote")) == 2
+    assert h.word() == "PROMOTING"
+
+
+def deleting_world(h) -> None:
+    """The CR is being deleted with deletionPolicy Delete; its model exists."""
+    h.baseten.add_model()
+    h.create(deletionPolicy="Delete", status={"modelID": "m1"})
+    h.edit(lambda o: o["metadata"].__setitem__("deletionTimestamp", "2026-01-01T00:00:00Z"))
+
+
+def test_a_repeated_delete_intent_is_still_checked_before_the_delete(h) -> None:
+    deleting_world(h)
+    h.baseten.fail("delete_model", RateLimited("DELETE model", 5.0, "HTTP 429"))
+    h.run()
+    assert h.word() == "DELETING"
+    h.kube.conflicts = 1
+    assert h.run() == Result(requeue=True)
+    assert len(h.baseten.called("delete_model")) == 1
+    assert h.obj()["metadata"]["finalizers"]  # the object is kept until the model goes
+    h.run()
+    assert len(h.baseten.called("delete_model")) == 2
+    assert ("default", "my-model") not in h.kube.objects
+
+
+def test_an_intent_for_an_object_gone_since_the_pass_read_it_stops_before_the_call(h) -> None:
+    promotable_world(h)
+    h.create()
+    stored = h.obj()
+    # The informer still serves the object; the API server no longer has it.
+    h.reconciler._deps.models = type("Stale", (), {"get": staticmethod(lambda ns, name: stored)})()
+    del h.kube.objects[("default", "my-model")]
+    assert h.run() == Result(requeue=True)
+    assert h.baseten.called("promote") == []

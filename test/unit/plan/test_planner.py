@@ -133,6 +133,13 @@ def test_a_retry_backing_off_waits_and_a_due_one_retries() -> None:
     assert due.actions == [Retry("v2", "d2")]
 
 
+def test_a_stopped_build_is_a_blocker() -> None:
+    result = plan(cr(), Baseten(v2_status="BUILD_STOPPED"))
+    assert result.actions == []
+    assert result.status["deploymentStatus"] == "BUILD_STOPPED"
+    assert result.blockers == [result.status["message"]]
+
+
 def test_destroy_with_guardrails_blocked_by_a_serving_environment() -> None:
     obj = cr(source="v1")
     obj["spec"]["deletionPolicy"] = "DeleteWithGuardrails"
