@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import structlog
+
 from baseten_operator.api.constants import FAILED, EventReason, Mode
 from baseten_operator.controller.context import Pass, Requeue
 from baseten_operator.controller.namespace_policy import NamespacePolicy
@@ -12,19 +14,19 @@ from baseten_operator.controller.ownership import ensure_not_shared, ensure_owne
 from baseten_operator.controller.scoped_pusher import ScopedPusher
 from baseten_operator.controller.tenancy import ApiKeyUnavailable, Tenancy
 
+log = structlog.get_logger(__name__)
+
 
 def admit(p: Pass) -> Pass:
     """The pass to run, with the namespace's client; ends the pass when it may not run."""
     tenancy = p.deps.tenancy
     if tenancy is None:
         return p
+    _await_namespace(p, tenancy)
     policy = tenancy.policy(p.namespace)
     violation = policy.violation(p.spec, require_policy=tenancy.require_policy)
     if violation is not None:
-        entering = p.status.deployment_status != FAILED or p.status.message != violation
-        p.set(FAILED, violation)
-        if entering:
-            p.event(EventReason.POLICY_VIOLATION, violation)
+        p.enter(FAILED, violation, EventReason.POLICY_VIOLATION)
         raise Requeue()  # the Namespace watch brings it back when the policy changes
     ensure_owner(p, tenancy)
     if p.spec.effective_mode == Mode.PAUSE:
@@ -38,11 +40,21 @@ def admit_deletion(p: Pass) -> Pass | None:
     tenancy = p.deps.tenancy
     if tenancy is None:
         return p
+    _await_namespace(p, tenancy)
     policy = tenancy.policy(p.namespace)
     if policy.violation(p.spec, require_policy=tenancy.require_policy) is not None:
         return None
     ensure_not_shared(p, tenancy)
     return _scoped(p, tenancy, policy, retry=p.deps.timing.delete_blocked)
+
+
+def _await_namespace(p: Pass, tenancy: Tenancy) -> None:
+    """Fail closed on a Namespace the cache has not seen yet (a CR applied with its
+    Namespace can arrive first): its policy, team and key are unknown, so no Baseten call.
+    The Namespace's add event wakes the CR; the requeue is only a backstop."""
+    if not tenancy.knows_namespace(p.namespace):
+        log.debug("namespace not in the cache yet: waiting for it", key=p.key)
+        raise Requeue(p.deps.timing.namespace_unknown)
 
 
 def _scoped(p: Pass, tenancy: Tenancy, policy: NamespacePolicy, retry: float | None = None) -> Pass:

@@ -95,3 +95,13 @@ class Pass:
 
     def set(self, deployment_status: str, message: str) -> None:
         self.writer.set(deployment_status, message)
+
+    def enter(self, deployment_status: str, message: str, reason: EventReason) -> None:
+        """Set a state that holds the CR up, with its Event (the same text) when entering the
+        state or when the reason it holds (the message) changes: never again on every pass."""
+        changed = (
+            self.status.deployment_status != deployment_status or self.status.message != message
+        )
+        self.set(deployment_status, message)
+        if changed:
+            self.event(reason, message)
