@@ -9,7 +9,6 @@ import structlog
 
 from baseten_operator.api.constants import FAILED, EventReason, Mode
 from baseten_operator.controller.context import Pass, Requeue
-from baseten_operator.controller.namespace_policy import NamespacePolicy
 from baseten_operator.controller.ownership import ensure_not_shared, ensure_owner
 from baseten_operator.controller.scoped_pusher import ScopedPusher
 from baseten_operator.controller.tenancy import ApiKeyUnavailable, Tenancy
@@ -31,7 +30,7 @@ def admit(p: Pass) -> Pass:
     ensure_owner(p, tenancy)
     if p.spec.effective_mode == Mode.PAUSE:
         return p  # no Baseten call to make: a missing key must not hide the pause
-    return _scoped(p, tenancy, policy)
+    return scoped(p)
 
 
 def admit_deletion(p: Pass) -> Pass | None:
@@ -45,7 +44,7 @@ def admit_deletion(p: Pass) -> Pass | None:
     if policy.violation(p.spec, require_policy=tenancy.require_policy) is not None:
         return None
     ensure_not_shared(p, tenancy)
-    return _scoped(p, tenancy, policy, retry=p.deps.timing.delete_blocked)
+    return scoped(p, retry=p.deps.timing.delete_blocked)
 
 
 def _await_namespace(p: Pass, tenancy: Tenancy) -> None:
@@ -57,7 +56,13 @@ def _await_namespace(p: Pass, tenancy: Tenancy) -> None:
         raise Requeue(p.deps.timing.namespace_unknown)
 
 
-def _scoped(p: Pass, tenancy: Tenancy, policy: NamespacePolicy, retry: float | None = None) -> Pass:
+def scoped(p: Pass, retry: float | None = None) -> Pass:
+    """`p` with its namespace's Baseten client (its key, its team) and pusher. A key that
+    is unavailable sets FAILED and ends the pass (requeued after `retry`)."""
+    tenancy = p.deps.tenancy
+    if tenancy is None:
+        return p
+    policy = tenancy.policy(p.namespace)
     team = tenancy.team_of(p.namespace, p.spec)
     try:
         client = tenancy.baseten_for(policy, team)
