@@ -39,9 +39,19 @@ def is_configmap(obj: dict[str, Any]) -> bool:
     return obj.get("kind") == "ConfigMap" and obj.get("apiVersion") == "v1"
 
 
+def _hidden(path: Path, root: Path) -> bool:
+    """A dot-file or one under a dot-directory, such as the `..data` copy of a mounted
+    ConfigMap's files (read, it would plan every manifest twice)."""
+    return any(part.startswith(".") for part in path.relative_to(root).parts)
+
+
 def _manifest_files(path: Path) -> list[Path]:
     if path.is_dir():
-        return sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in MANIFEST_SUFFIXES)
+        return sorted(
+            p
+            for p in path.rglob("*")
+            if p.is_file() and p.suffix in MANIFEST_SUFFIXES and not _hidden(p, path)
+        )
     if not path.exists():
         raise InputError(f"{path}: no such file or directory")
     return [path]
