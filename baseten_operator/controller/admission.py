@@ -30,7 +30,7 @@ def admit(p: Pass) -> Pass:
     ensure_owner(p, tenancy)
     if p.spec.effective_mode == Mode.PAUSE:
         return p  # no Baseten call to make: a missing key must not hide the pause
-    return scoped(p)
+    return with_namespace_client(p)
 
 
 def admit_deletion(p: Pass) -> Pass | None:
@@ -44,7 +44,7 @@ def admit_deletion(p: Pass) -> Pass | None:
     if policy.violation(p.spec, require_policy=tenancy.require_policy) is not None:
         return None
     ensure_not_shared(p, tenancy)
-    return scoped(p, retry=p.deps.timing.delete_blocked)
+    return with_namespace_client(p, retry=p.deps.timing.delete_blocked)
 
 
 def _await_namespace(p: Pass, tenancy: Tenancy) -> None:
@@ -56,7 +56,7 @@ def _await_namespace(p: Pass, tenancy: Tenancy) -> None:
         raise Requeue(p.deps.timing.namespace_unknown)
 
 
-def scoped(p: Pass, retry: float | None = None) -> Pass:
+def with_namespace_client(p: Pass, retry: float | None = None) -> Pass:
     """`p` with its namespace's Baseten client (its key, its team) and pusher. A key that
     is unavailable sets FAILED and ends the pass (requeued after `retry`)."""
     tenancy = p.deps.tenancy

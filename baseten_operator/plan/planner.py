@@ -30,7 +30,7 @@ from baseten_operator.api.types import BasetenModelSpec, to_wire
 from baseten_operator.baseten.errors import BasetenAPIError
 from baseten_operator.baseten.pool import BasetenClientPool, MakeClient
 from baseten_operator.baseten.settings import detect_drift
-from baseten_operator.controller.admission import scoped
+from baseten_operator.controller.admission import with_namespace_client
 from baseten_operator.controller.context import Dependencies, Pass, ReconcileError, Requeue
 from baseten_operator.controller.deletion import has_finalizer
 from baseten_operator.controller.model_id import resolve_model_id
@@ -261,7 +261,7 @@ class Planner:
             return  # the pass waits for the Namespace, which the plan shows
         writer = StatusWriter(MemoryKube(), obj, self.clock)
         try:
-            model_id = resolve_model_id(scoped(Pass(deps, obj, spec, writer)))
+            model_id = resolve_model_id(with_namespace_client(Pass(deps, obj, spec, writer)))
         except (ReconcileError, Requeue):
             return  # not found: the deletion pass retains nothing, which the plan shows
         if model_id:
@@ -297,6 +297,7 @@ class Planner:
         status = parse_status(after.get("status"))
         if deps.tenancy is not None and not deps.tenancy.knows_namespace(result.namespace):
             result.notes.append(_namespace_unknown(result.namespace))
+            return  # the pass did nothing else: it waits
         if spec is not None and spec.effective_mode in _NO_WRITES:
             result.notes.append(_NO_WRITES[spec.effective_mode])
         next_retry = parse_rfc3339(status.next_retry_time)
@@ -342,7 +343,7 @@ class Planner:
             return
         p = Pass(deps, after, spec, StatusWriter(MemoryKube(), after, self.clock))
         try:
-            p = scoped(p)  # the namespace's client, as the pass that ran the cleanup
+            p = with_namespace_client(p)  # the namespace's client, as the pass that ran the cleanup
         except Requeue:
             return
         review = review_model_orphans(p, status.model_id, status.source_deployment_name)

@@ -7,6 +7,8 @@ import base64
 from datetime import UTC, datetime
 from typing import Any
 
+import pytest
+
 from baseten_operator.baseten.errors import BasetenAPIError
 from baseten_operator.baseten.models import (
     AutoscalingSettingsV1,
@@ -256,9 +258,10 @@ def test_a_missing_key_secret_is_a_blocker_naming_it() -> None:
     assert world.baseten.calls == [] and world.keyed == {}
 
 
-def test_a_namespace_not_in_the_cluster_waits_and_says_why() -> None:
+@pytest.mark.parametrize("destroy", [False, True])
+def test_a_namespace_not_in_the_cluster_waits_and_says_why(destroy: bool) -> None:
     world = World()
-    result = world.plan(cr())
+    result = world.plan(cr(deletionPolicy="Delete"), destroy=destroy)
     assert result.actions == [] and result.blockers == []
     assert result.notes == [
         "waiting: namespace ns not found, so its policy is unknown: the operator makes no "
