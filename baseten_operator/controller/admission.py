@@ -3,18 +3,19 @@ policy, the one-owner rule, and the client (key, team) the pass then uses."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import replace
+
+import structlog
 
 from baseten_operator.api.constants import FAILED, EventReason, Mode
 from baseten_operator.baseten.teams import TeamScopedClient
 from baseten_operator.controller.context import Pass
 from baseten_operator.controller.endings import AwaitChange, PassEnded, RequeueAfter
-from baseten_operator.controller.namespace_policy import NamespacePolicy
 from baseten_operator.controller.ownership import ensure_not_shared, ensure_owner
-from baseten_operator.controller.ports import BasetenAPI
 from baseten_operator.controller.scoped_pusher import ScopedPusher
 from baseten_operator.controller.tenancy import ApiKeyUnavailable, Tenancy
+
+log = structlog.get_logger(__name__)
 
 
 def admit(p: Pass) -> Pass:
@@ -22,18 +23,16 @@ def admit(p: Pass) -> Pass:
     tenancy = p.deps.tenancy
     if tenancy is None:
         return p
+    _await_namespace(p, tenancy)
     policy = tenancy.policy(p.namespace)
     violation = policy.violation(p.spec, require_policy=tenancy.require_policy)
     if violation is not None:
-        entering = p.status.deployment_status != FAILED or p.status.message != violation
-        p.report(FAILED, violation)
-        if entering:
-            p.event(EventReason.POLICY_VIOLATION, violation)
+        p.enter(FAILED, violation, EventReason.POLICY_VIOLATION)
         raise AwaitChange()  # the Namespace watch brings it back when the policy changes
     ensure_owner(p, tenancy)
     if p.spec.effective_mode == Mode.PAUSE:
         return p  # no Baseten call to make: a missing key must not hide the pause
-    return _scoped(p, tenancy, policy)
+    return with_namespace_client(p)
 
 
 def admit_deletion(p: Pass) -> Pass | None:
@@ -42,35 +41,39 @@ def admit_deletion(p: Pass) -> Pass | None:
     tenancy = p.deps.tenancy
     if tenancy is None:
         return p
+    _await_namespace(p, tenancy)
     policy = tenancy.policy(p.namespace)
     if policy.violation(p.spec, require_policy=tenancy.require_policy) is not None:
         return None
     ensure_not_shared(p, tenancy)
     # Without its key, a deletion is blocked like any other: it comes back after 30s.
-    return _scoped(
-        p, tenancy, policy, key_missing=lambda: RequeueAfter(p.deps.timing.delete_blocked)
-    )
+    return with_namespace_client(p, key_missing=RequeueAfter(p.deps.timing.delete_blocked))
 
 
-def _scoped(
-    p: Pass,
-    tenancy: Tenancy,
-    policy: NamespacePolicy,
-    key_missing: Callable[[], PassEnded] = AwaitChange,
-) -> Pass:
+def _await_namespace(p: Pass, tenancy: Tenancy) -> None:
+    """Fail closed on a Namespace the cache has not seen yet (a CR applied with its
+    Namespace can arrive first): its policy, team and key are unknown, so no Baseten call.
+    The Namespace's add event wakes the CR; the requeue is only a backstop."""
+    if not tenancy.knows_namespace(p.namespace):
+        log.debug("namespace not in the cache yet: waiting for it", key=p.key)
+        raise RequeueAfter(p.deps.timing.namespace_unknown)
+
+
+def with_namespace_client(p: Pass, key_missing: PassEnded | None = None) -> Pass:
+    """`p` with its namespace's Baseten client (its key, its team) and pusher. A key that
+    is unavailable sets FAILED and ends the pass with `key_missing` (default: wait for the
+    Secret watch to bring the CR back when the key appears)."""
+    tenancy = p.deps.tenancy
+    if tenancy is None:
+        return p
+    policy = tenancy.policy(p.namespace)
     team = tenancy.team_of(p.namespace, p.spec)
     try:
         client = tenancy.baseten_for(policy, team)
         api_key = tenancy.api_key(policy)
     except ApiKeyUnavailable as error:
         p.report(FAILED, str(error))
-        # Unless told otherwise, the Secret watch brings it back when the key appears.
-        raise key_missing() from error
-    return _with_client(p, client, api_key)
-
-
-def _with_client(p: Pass, client: BasetenAPI, api_key: str | None) -> Pass:
-    """The pass calling Baseten through `client`, its pushes with the same key and team."""
+        raise (key_missing or AwaitChange()) from error
     pusher = p.deps.pusher
     team_client = client if isinstance(client, TeamScopedClient) else None
     if pusher is not None and (api_key is not None or team_client is not None):

@@ -103,6 +103,15 @@ class Pass:
         """`deploymentStatus` and `message`; a healthy status ends any failure episode."""
         report(self.status, deployment_status, message)
 
+    def enter(self, deployment_status: str, message: str, reason: EventReason) -> None:
+        """Report a state that holds the CR up, with its Event (the same text) when entering
+        the state or when the reason it holds (the message) changes: never on every pass."""
+        before = (self.status.deployment_status, self.status.message)
+        self.report(deployment_status, message)
+        # Compared as stored (cut to 1,024 characters), so a long reason is not "new" each pass.
+        if (self.status.deployment_status, self.status.message) != before:
+            self.event(reason, message)
+
     def persist_intent(self) -> None:
         """Write the status now, before the irreversible call it announces (section 2).
 

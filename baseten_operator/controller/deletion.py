@@ -104,11 +104,8 @@ def _check_guardrails(p: Pass, model_id: str) -> None:
 
 
 def _block(p: Pass, message: str) -> NoReturn:
-    """DELETE_BLOCKED with `message`; the Event only when entering DELETE_BLOCKED."""
-    entering = p.status.deployment_status != DELETE_BLOCKED
-    p.report(DELETE_BLOCKED, message)
-    if entering:
-        p.event(EventReason.MODEL_DELETE_BLOCKED, message)
+    """DELETE_BLOCKED with `message`; the Event when entering it or when the reason changes."""
+    p.enter(DELETE_BLOCKED, message, EventReason.MODEL_DELETE_BLOCKED)
     raise RequeueAfter(p.deps.timing.delete_blocked)
 
 

@@ -5,6 +5,13 @@ among the CRs in Reconcile or Pause mode that claim one, the oldest (creationTim
 then namespace/name) owns it and every other one stands down (CONFLICT) without a
 single Baseten call. Observe CRs only read: they never claim and never conflict.
 
+Teams fail closed: a CR without a team looks its model up organisation-wide, where a
+model of that name in any team can match, so its team "may be" every team. Claimants
+are taken oldest first; each owns unless an owner already taken may share its team
+(then it stands down, managed by the oldest such owner). No two owners may share a team,
+so no real environment ever has two; and a CR only ever stands down for a real owner
+(docs/contract.md section 12).
+
 The claim index (model, environment) spans teams: a namespace's team is an annotation
 that may change under a cached object, so the team is compared when the index is read.
 """
@@ -57,24 +64,42 @@ def _key(obj: dict[str, Any]) -> str:
     return f"{meta.get('namespace') or ''}/{meta['name']}"
 
 
-def _same_team(tenancy: Tenancy, team: str | None, other: dict[str, Any]) -> bool:
-    """`other` is allowed by its namespace's policy and lives in `team`."""
-    spec = tenancy.allows(other)
-    namespace = other["metadata"].get("namespace") or ""
-    return spec is not None and tenancy.team_of(namespace, spec) == team
+def teams_may_match(team: str | None, other: str | None) -> bool:
+    """Two CRs may reach the same Baseten model unless both name a team and they differ:
+    without a team, a lookup is organisation-wide and can resolve any team's model."""
+    return team is None or other is None or team == other
+
+
+def _allowed_team(tenancy: Tenancy, obj: dict[str, Any]) -> tuple[bool, str | None]:
+    """(allowed by its namespace's policy, its team): a refused CR manages nothing."""
+    spec = tenancy.allows(obj)
+    if spec is None:
+        return False, None
+    return True, tenancy.team_of(obj["metadata"].get("namespace") or "", spec)
 
 
 def owner_of(tenancy: Tenancy, obj: dict[str, Any], spec: BasetenModelSpec) -> dict[str, Any]:
-    """The CR that owns `obj`'s (team, model, environment); `obj` itself when it does."""
-    namespace = obj["metadata"].get("namespace") or ""
-    team = tenancy.team_of(namespace, spec)
-    me = _key(obj)
-    contenders = [
-        other
-        for other in tenancy.claimants(claim_value(spec.model_name, spec.environment.name))
-        if _key(other) != me and _same_team(tenancy, team, other)
-    ]
-    return min([obj, *contenders], key=_age)
+    """The CR that owns `obj`'s (team, model, environment); `obj` itself when it does.
+
+    Only older claimants decide it: taken oldest first, each becomes an owner unless an
+    owner before it may share its team.
+    """
+    me, my_age = _key(obj), _age(obj)
+    older = sorted(
+        (
+            other
+            for other in tenancy.claimants(claim_value(spec.model_name, spec.environment.name))
+            if _key(other) != me and _age(other) < my_age
+        ),
+        key=_age,
+    )
+    owners: list[tuple[dict[str, Any], str | None]] = []
+    for claimant in older:
+        allowed, team = _allowed_team(tenancy, claimant)
+        if allowed and not any(teams_may_match(team, taken) for _, taken in owners):
+            owners.append((claimant, team))
+    team = tenancy.team_of(obj["metadata"].get("namespace") or "", spec)
+    return next((owner for owner, taken in owners if teams_may_match(team, taken)), obj)
 
 
 def ensure_owner(p: Pass, tenancy: Tenancy) -> None:
@@ -85,16 +110,13 @@ def ensure_owner(p: Pass, tenancy: Tenancy) -> None:
     if owner is p.obj or _key(owner) == p.key:
         return
     message = messages.environment_conflict(p.env, p.spec.model_name, _key(owner))
-    entering = p.status.deployment_status != CONFLICT or p.status.message != message
-    p.report(CONFLICT, message)
-    if entering:
-        p.event(EventReason.ENVIRONMENT_CONFLICT, message)
+    p.enter(CONFLICT, message, EventReason.ENVIRONMENT_CONFLICT)
     raise AwaitChange()  # the claim watch wakes it when the owner goes or moves
 
 
 def ensure_not_shared(p: Pass, tenancy: Tenancy) -> None:
     """Deleting the Baseten model is blocked while another CR, in any namespace and mode,
-    names the same model of the same team (deleting CRs are leaving anyway)."""
+    names the same model in a team that may be this one's (deleting CRs are leaving)."""
     team = tenancy.team_of(p.namespace, p.spec)
     others = sorted(
         (
@@ -102,7 +124,7 @@ def ensure_not_shared(p: Pass, tenancy: Tenancy) -> None:
             for other in p.deps.siblings(p.spec.model_name)
             if _key(other) != p.key
             and not other["metadata"].get("deletionTimestamp")
-            and _same_team(tenancy, team, other)
+            and _shares_team(tenancy, team, other)
         ),
         key=_age,
     )
@@ -111,11 +133,13 @@ def ensure_not_shared(p: Pass, tenancy: Tenancy) -> None:
     other = others[0]
     env = ((other.get("spec") or {}).get("environment") or {}).get("name") or ""
     message = messages.delete_shared(p.spec.model_name, _key(other), env)
-    entering = p.status.deployment_status != DELETE_BLOCKED or p.status.message != message
-    p.report(DELETE_BLOCKED, message)
-    if entering:
-        p.event(EventReason.MODEL_DELETE_BLOCKED, message)
+    p.enter(DELETE_BLOCKED, message, EventReason.MODEL_DELETE_BLOCKED)
     raise RequeueAfter(p.deps.timing.delete_blocked)
+
+
+def _shares_team(tenancy: Tenancy, team: str | None, other: dict[str, Any]) -> bool:
+    allowed, other_team = _allowed_team(tenancy, other)
+    return allowed and teams_may_match(team, other_team)
 
 
 def claim_changed(old: dict[str, Any], new: dict[str, Any]) -> bool:

@@ -48,6 +48,10 @@ class Tenancy:
     operator_namespace: str
     require_policy: bool = False
 
+    def knows_namespace(self, namespace: str) -> bool:
+        """The Namespace is in the cache (until it is, its policy is unknown, not empty)."""
+        return self.namespaces.get(None, namespace) is not None
+
     def policy(self, namespace: str) -> NamespacePolicy:
         return NamespacePolicy.from_namespace(namespace, self.namespaces.get(None, namespace))
 

@@ -1,7 +1,9 @@
 """What wakes CRs when tenancy changes around them, without polling.
 
 - A CR that stops claiming an environment (deleted, deleting, another model or
-  environment, Observe) wakes the CRs of its old claim: the next in line takes over.
+  environment, Observe) wakes the CRs of its old claim: the next in line takes over;
+  and those of its new claim, whose owner may now be younger than it.
+- A Namespace that arrives wakes its CRs (they wait for it: its policy is unknown).
 - A Namespace whose policy annotations change wakes its CRs and those sharing their claims
   (the team is part of the claim).
 - An API key Secret that changes wakes the CRs of the namespaces naming it; one that
@@ -70,7 +72,9 @@ def watch_tenancy(
 
     def on_model_update(old: dict[str, Any], new: dict[str, Any]) -> None:
         if claim_changed(old, new):
-            enqueue(requests_for_claims(claimants, [old]))
+            # The old claim's next in line takes over; the new claim's owner may have to
+            # stand down (an edited CR keeps its age, so it can be older than that owner).
+            enqueue(requests_for_claims(claimants, [old, new]))
 
     models.add_event_handler(
         on_update=on_model_update,

@@ -31,6 +31,8 @@ class Timing:
     observe: float = 30.0
     recreation_blocked: float = 5 * MINUTE
     model_id_invalidated: float = 1.0
+    # A CR whose Namespace the cache has not seen yet (its add event normally comes first).
+    namespace_unknown: float = 5.0
     # Spec-given durations (orphan cleanup interval and age) are scaled too.
     minute: float = MINUTE
     day: float = DAY

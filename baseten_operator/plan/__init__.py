@@ -8,4 +8,4 @@ See docs/plan.md.
 Must not import `sim` or `sandbox`: a plan runs against the real Baseten and cluster.
 """
 
-__all__ = ["actions", "command", "inputs", "planner", "render", "world"]
+__all__ = ["actions", "command", "inputs", "planner", "render", "tenancy", "world"]

@@ -9,19 +9,25 @@ from typing import Any
 from baseten_operator.baseten.client import DEFAULT_TIMEOUT
 from baseten_operator.baseten.errors import ConfigError
 from baseten_operator.controller.timing import Timing
+from baseten_operator.main import operator_namespace
 from baseten_operator.plan.inputs import (
-    DEFAULT_NAMESPACE,
     ConfigMaps,
     InputError,
     PlanInputs,
+    context_namespace,
     from_manifests,
-    live_models,
+    in_namespace,
     read_manifests,
     with_live_state,
 )
 from baseten_operator.plan.planner import ModelPlan, Planner
 from baseten_operator.plan.render import has_changes, has_errors, to_json, to_table
-from baseten_operator.plan.world import RecordingBaseten, read_only_client_from_env
+from baseten_operator.plan.tenancy import TenancyView
+from baseten_operator.plan.world import (
+    RecordingBaseten,
+    read_only_client_from_env,
+    read_only_clients,
+)
 from baseten_operator.runtime.client import ApiError, KubeClient
 from baseten_operator.runtime.clock import RealClock
 from baseten_operator.runtime.logging import configure_logging
@@ -47,11 +53,29 @@ def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
         help="read the cluster: the live BasetenModels (without -f), their recorded status "
         "(with -f), and the setup-script ConfigMaps the manifests lack",
     )
-    parser.add_argument("-n", "--namespace", default=None, help="namespace (default: default)")
+    parser.add_argument(
+        "-n",
+        "--namespace",
+        default=None,
+        help="namespace of the manifests without one, and of the live BasetenModels to plan "
+        "(default: the kubeconfig context's, as for kubectl)",
+    )
     parser.add_argument(
         "-A", "--all-namespaces", action="store_true", help="with --cluster: every namespace"
     )
-    parser.add_argument("--kubeconfig", default=None, help="kubeconfig path (with --cluster)")
+    parser.add_argument("--kubeconfig", default=None, help="kubeconfig path")
+    parser.add_argument(
+        "--operator-namespace",
+        default=None,
+        help="with --cluster: the operator's namespace, where the API key Secrets that "
+        "namespaces name live (default: $POD_NAMESPACE, else default)",
+    )
+    parser.add_argument(
+        "--require-namespace-policy",
+        action="store_true",
+        help="with --cluster: plan as an operator run with --require-namespace-policy (a "
+        "namespace without the models.baseten.com/allowed-models annotation manages no model)",
+    )
     parser.add_argument("-o", "--output", choices=["table", "json"], default="table")
     parser.add_argument(
         "--detailed-exitcode",
@@ -76,38 +100,71 @@ def _kube(args: argparse.Namespace) -> KubeClient | None:
     return KubeClient.from_kubeconfig(args.kubeconfig) if args.kubeconfig else KubeClient.auto()
 
 
-def gather_inputs(args: argparse.Namespace, kube: Any) -> PlanInputs:
-    namespace = args.namespace or DEFAULT_NAMESPACE
+def _tenancy(args: argparse.Namespace, kube: KubeClient | None) -> TenancyView:
+    if kube is None:
+        return TenancyView.unknown()
+    return TenancyView.from_cluster(
+        kube,
+        args.operator_namespace or operator_namespace(),
+        require_policy=args.require_namespace_policy,
+    )
+
+
+def gather_inputs(
+    args: argparse.Namespace, namespace: str, kube: Any, tenancy: TenancyView
+) -> PlanInputs:
+    """The manifests (on their live objects' state), else the live BasetenModels in scope."""
     if args.filename:
         inputs = from_manifests(read_manifests(args.filename), namespace, kube)
-        if kube is not None:
-            inputs.models = [with_live_state(obj, kube) for obj in inputs.models]
+        live = {(o["metadata"]["namespace"], o["metadata"]["name"]): o for o in tenancy.live_models}
+        inputs.models = [with_live_state(obj, live) for obj in inputs.models]
         return inputs
     scope = None if args.all_namespaces else namespace
-    return PlanInputs(live_models(kube, scope), ConfigMaps(kube=kube))
+    return PlanInputs(in_namespace(tenancy.live_models, scope), ConfigMaps(kube=kube))
+
+
+def _usage_error(args: argparse.Namespace) -> str | None:
+    if not args.filename and not args.cluster:
+        return "give -f PATH or --cluster"
+    if args.require_namespace_policy and not args.cluster:
+        return "--require-namespace-policy needs --cluster: namespace policies are read there"
+    return None
 
 
 def run_plan(args: argparse.Namespace) -> int:
     # Logs go to stderr, warnings only: stdout is the plan.
     configure_logging("warning", "console", stream=sys.stderr)
-    if not args.filename and not args.cluster:
-        print("baseten-operator plan: give -f PATH or --cluster", file=sys.stderr)
+    problem = _usage_error(args)
+    if problem is not None:
+        print(f"baseten-operator plan: {problem}", file=sys.stderr)
         return EXIT_ERROR
     try:
         client = read_only_client_from_env(args.baseten_timeout)
         kube = _kube(args)
-        inputs = gather_inputs(args, kube)
+        tenancy = _tenancy(args, kube)
+        namespace = args.namespace or context_namespace(args.kubeconfig)
+        inputs = gather_inputs(args, namespace, kube, tenancy)
         planner = Planner(
             RecordingBaseten(client),
             inputs.configmaps,
             RealClock(),
             Timing.scaled(args.time_scale),
+            tenancy=tenancy,
+            namespace_client=read_only_clients(client.base_url, args.baseten_timeout),
         )
         plans = planner.plan(inputs.models, destroy=args.destroy)
     except (ConfigError, InputError, ApiError, OSError) as error:
         print(f"baseten-operator plan: {error}", file=sys.stderr)
         return EXIT_ERROR
-    sys.stdout.write(to_json(plans) if args.output == "json" else to_table(plans))
+    notes = tenancy.notes()
+    sys.stdout.write(to_json(plans, notes) if args.output == "json" else to_table(plans, notes))
+    failed = [plan for plan in plans if plan.error]
+    if failed:
+        print(
+            f"baseten-operator plan: {len(failed)} of {len(plans)} BasetenModels could not be "
+            f"planned; {failed[0].key}: {failed[0].error}",
+            file=sys.stderr,
+        )
     return exit_code(plans, detailed=args.detailed_exitcode)
 
 

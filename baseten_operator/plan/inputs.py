@@ -7,19 +7,24 @@ when it has them, else from the cluster when the plan may read it.
 
 from __future__ import annotations
 
+import os
 import sys
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
+from kubernetes import config as k8s_config
+from kubernetes.config.config_exception import ConfigException
 
-from baseten_operator.api.constants import API_VERSION, BASETENMODELS, KIND
-from baseten_operator.runtime.client import CONFIGMAPS, NotFound
+from baseten_operator.api.constants import API_VERSION, KIND
+from baseten_operator.runtime.client import CONFIGMAPS, NotFound, Resource
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 DEFAULT_NAMESPACE = "default"
+# Where a pod finds its own namespace (the in-cluster default, as for kubectl).
+SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 
 
 class InputError(Exception):
@@ -34,9 +39,19 @@ def is_configmap(obj: dict[str, Any]) -> bool:
     return obj.get("kind") == "ConfigMap" and obj.get("apiVersion") == "v1"
 
 
+def _hidden(path: Path, root: Path) -> bool:
+    """A dot-file or one under a dot-directory, such as the `..data` copy of a mounted
+    ConfigMap's files (read, it would plan every manifest twice)."""
+    return any(part.startswith(".") for part in path.relative_to(root).parts)
+
+
 def _manifest_files(path: Path) -> list[Path]:
     if path.is_dir():
-        return sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in MANIFEST_SUFFIXES)
+        return sorted(
+            p
+            for p in path.rglob("*")
+            if p.is_file() and p.suffix in MANIFEST_SUFFIXES and not _hidden(p, path)
+        )
     if not path.exists():
         raise InputError(f"{path}: no such file or directory")
     return [path]
@@ -68,6 +83,26 @@ def read_manifests(paths: Iterable[str]) -> list[dict[str, Any]]:
     return objects
 
 
+def context_namespace(kubeconfig: str | None = None) -> str:
+    """kubectl's namespace when none is given: the current context's in the kubeconfig the
+    plan would use (the file `KubeClient.auto` picks), else the pod's own in a cluster,
+    else `default`."""
+    path = kubeconfig or (os.environ.get("KUBECONFIG") or "").split(os.pathsep)[0] or None
+    if path is None and os.path.exists(os.path.expanduser("~/.kube/config")):
+        path = os.path.expanduser("~/.kube/config")
+    if path is not None:
+        try:
+            _, current = k8s_config.list_kube_config_contexts(config_file=path)
+        except (ConfigException, OSError, yaml.YAMLError):
+            current = None
+        namespace = ((current or {}).get("context") or {}).get("namespace")
+        return str(namespace) if namespace else DEFAULT_NAMESPACE
+    try:
+        return SERVICE_ACCOUNT_NAMESPACE.read_text().strip() or DEFAULT_NAMESPACE
+    except OSError:
+        return DEFAULT_NAMESPACE
+
+
 def with_namespace(obj: dict[str, Any], namespace: str) -> dict[str, Any]:
     """kubectl's rule: an object without a namespace lands in the one in use."""
     meta = obj.setdefault("metadata", {})
@@ -75,16 +110,18 @@ def with_namespace(obj: dict[str, Any], namespace: str) -> dict[str, Any]:
     return obj
 
 
-@dataclass
-class ConfigMaps:
-    """The ObjectCache of setup-script ConfigMaps: the input's first, then the cluster's."""
+class ClusterObjects:
+    """An ObjectCache of one resource: the input's objects first, then the cluster's (each
+    read once, when first asked for) when the plan may read the cluster."""
 
-    given: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
-    kube: Any = None  # KubeClient, when the plan may read the cluster
+    def __init__(self, resource: Resource, kube: Any = None) -> None:
+        self.resource = resource
+        self.kube = kube  # KubeClient, when the plan may read the cluster
+        self.given: dict[tuple[str, str], dict[str, Any] | None] = {}
 
-    def add(self, configmap: dict[str, Any]) -> None:
-        meta = configmap["metadata"]
-        self.given[(meta["namespace"], meta["name"])] = configmap
+    def add(self, obj: dict[str, Any]) -> None:
+        meta = obj["metadata"]
+        self.given[(meta.get("namespace") or "", meta["name"])] = obj
 
     def get(self, namespace: str | None, name: str) -> dict[str, Any] | None:
         key = (namespace or "", name)
@@ -93,11 +130,18 @@ class ConfigMaps:
         if self.kube is None:
             return None
         try:
-            configmap: dict[str, Any] = self.kube.get(CONFIGMAPS, name, namespace)
+            found: dict[str, Any] | None = self.kube.get(self.resource, name, namespace)
         except NotFound:
-            return None
-        self.given[key] = configmap
-        return configmap
+            found = None
+        self.given[key] = found
+        return found
+
+
+class ConfigMaps(ClusterObjects):
+    """The setup scripts' ConfigMaps."""
+
+    def __init__(self, kube: Any = None) -> None:
+        super().__init__(CONFIGMAPS, kube)
 
 
 @dataclass
@@ -115,24 +159,27 @@ def from_manifests(objects: list[dict[str, Any]], namespace: str, kube: Any = No
     return PlanInputs(models, configmaps)
 
 
-def live_models(kube: Any, namespace: str | None) -> list[dict[str, Any]]:
-    """The BasetenModels in the cluster (namespace None: all of them)."""
-    items: list[dict[str, Any]] = kube.list(BASETENMODELS, namespace).get("items") or []
-    return sorted(items, key=lambda o: (o["metadata"].get("namespace"), o["metadata"]["name"]))
+def in_namespace(models: Iterable[dict[str, Any]], namespace: str | None) -> list[dict[str, Any]]:
+    """The BasetenModels of `namespace` (None: all of them), in kubectl's order."""
+    return sorted(
+        (o for o in models if namespace is None or o["metadata"].get("namespace") == namespace),
+        key=lambda o: (o["metadata"].get("namespace"), o["metadata"]["name"]),
+    )
 
 
-def with_live_state(obj: dict[str, Any], kube: Any) -> dict[str, Any]:
+def with_live_state(
+    obj: dict[str, Any], live: Mapping[tuple[str, str], dict[str, Any]]
+) -> dict[str, Any]:
     """A manifest's spec on its live object's state (status, finalizers), when it exists:
     the pass after a merge starts from what the operator has recorded so far."""
     meta = obj["metadata"]
-    try:
-        live = kube.get(BASETENMODELS, meta["name"], meta["namespace"])
-    except NotFound:
+    found = live.get((meta["namespace"], meta["name"]))
+    if found is None:
         return obj
-    live_meta = live.get("metadata") or {}
-    for key in ("finalizers", "resourceVersion", "generation", "uid"):
+    live_meta = found.get("metadata") or {}
+    for key in ("finalizers", "resourceVersion", "generation", "uid", "creationTimestamp"):
         if key in live_meta:
             meta[key] = live_meta[key]
-    if "status" in live:
-        obj["status"] = live["status"]
+    if "status" in found:
+        obj["status"] = found["status"]
     return obj

@@ -17,6 +17,7 @@ import structlog
 
 from baseten_operator.api.constants import (
     BUILD_STOPPED,
+    CONFLICT,
     DELETE_BLOCKED,
     DELETE_FAILED,
     FAILED,
@@ -28,17 +29,23 @@ from baseten_operator.api.constants import (
 )
 from baseten_operator.api.types import BasetenModelSpec, to_wire
 from baseten_operator.baseten.errors import BasetenAPIError
+from baseten_operator.baseten.pool import BasetenClientPool, MakeClient
 from baseten_operator.baseten.settings import detect_drift
+from baseten_operator.controller.admission import with_namespace_client
 from baseten_operator.controller.context import Dependencies, Pass
 from baseten_operator.controller.deletion import has_finalizer
 from baseten_operator.controller.endings import PassEnded, ReconcileError
 from baseten_operator.controller.model_id import resolve_model_id
 from baseten_operator.controller.orphans import OrphanVerdict, review_model_orphans
+from baseten_operator.controller.ownership import claim_index
 from baseten_operator.controller.reconciler import BasetenModelReconciler, parse_spec
+from baseten_operator.controller.setup import model_name_index
 from baseten_operator.controller.status import StatusWriter, parse_status
+from baseten_operator.controller.tenancy import Tenancy
 from baseten_operator.controller.timing import Timing
 from baseten_operator.plan.actions import Action, DeleteModel, UpdateEnvironment
 from baseten_operator.plan.inputs import ConfigMaps
+from baseten_operator.plan.tenancy import TenancyView
 from baseten_operator.plan.world import (
     MemoryKube,
     RecordedEvent,
@@ -54,8 +61,9 @@ from baseten_operator.runtime.controller import Request, TerminalError
 log = structlog.get_logger(__name__)
 
 # Final statuses that say the operator cannot go on until something changes (a stopped
-# build: until someone restarts it).
-_BLOCKED_STATUSES = frozenset({FAILED, DELETE_BLOCKED, DELETE_FAILED, BUILD_STOPPED})
+# build: until someone restarts it; a namespace policy violation and a missing API key
+# Secret are FAILED; an environment another CR owns is CONFLICT).
+_BLOCKED_STATUSES = frozenset({FAILED, DELETE_BLOCKED, DELETE_FAILED, BUILD_STOPPED, CONFLICT})
 _BLOCKING_EVENTS = frozenset({str(EventReason.PROMOTION_BLOCKED)})
 _NO_WRITES = {
     Mode.OBSERVE: "Observe mode: the operator reads Baseten and reports, it never writes",
@@ -89,46 +97,80 @@ class ModelPlan:
         return f"{self.namespace}/{self.name}"
 
 
-class _Cache:
-    """The informer's interface over the plan's objects."""
+def _key(obj: dict[str, Any]) -> tuple[str, str]:
+    meta = obj["metadata"]
+    return (meta.get("namespace") or "", meta["name"])
 
-    def __init__(self, objects: list[dict[str, Any]]) -> None:
-        self._objects = {(o["metadata"]["namespace"], o["metadata"]["name"]): o for o in objects}
+
+class _World:
+    """The BasetenModel informer a plan's passes read: the planned CRs laid over every
+    live one (what the operator's cache would hold once the input is applied)."""
+
+    def __init__(self, planned: list[dict[str, Any]], live: list[dict[str, Any]]) -> None:
+        self._objects = {_key(o): o for o in live}
+        self._objects.update({_key(o): o for o in planned})
 
     def get(self, namespace: str | None, name: str) -> dict[str, Any] | None:
         return self._objects.get((namespace or "", name))
 
+    # The operator's two indexes (controller/setup.py), over every object.
+
     def siblings(self, model_name: str) -> list[dict[str, Any]]:
-        return [
-            o
-            for o in self._objects.values()
-            if (o.get("spec") or {}).get("modelName") == model_name
-        ]
+        return [o for o in self._objects.values() if model_name in model_name_index(o)]
+
+    def claimants(self, claim: str) -> list[dict[str, Any]]:
+        return [o for o in self._objects.values() if claim in claim_index(o)]
 
 
 @dataclass
 class Planner:
+    """`baseten` is the operator key's recording client; `namespace_client` builds the
+    (read-only) client of a namespace's own key, which the planner records the same way."""
+
     baseten: RecordingBaseten
     configmaps: ConfigMaps
     clock: Clock
     timing: Timing = field(default_factory=Timing)
     rng: Callable[[], float] = random.random
+    tenancy: TenancyView = field(default_factory=TenancyView.unknown)
+    namespace_client: MakeClient | None = None
 
     def plan(self, objects: list[dict[str, Any]], *, destroy: bool = False) -> list[ModelPlan]:
         """One plan per object, in order. `destroy`: plan their deletion instead."""
         prepared = [self._prepare(copy.deepcopy(obj), destroy) for obj in objects]
-        cache = _Cache(prepared)
+        world = _World(prepared, self.tenancy.live_models)
         running = {
             str(status.get("sourceDeploymentName"))
             for obj in prepared
             for status in [obj.get("status") or {}]
             if status.get("trussPushStatus") == TRUSS_PUSHING
         }
-        return [self._plan_one(obj, cache, running) for obj in prepared]
+        rules = self._rules(world)
+        return [self._plan_one(obj, world, rules, running) for obj in prepared]
+
+    def _rules(self, world: _World) -> Tenancy:
+        """The run's tenancy rules over what the plan knows; every client they hand a pass
+        (a namespace's key, a team's view of it) records into the plan's one ledger."""
+        view = self.tenancy
+        return Tenancy(
+            namespaces=view.namespaces,
+            secrets=view.secrets,
+            pool=BasetenClientPool(self.baseten, self._recording_client),
+            claimants=world.claimants,
+            operator_namespace=view.operator_namespace,
+            require_policy=view.require_policy,
+        )
+
+    def _recording_client(self, api_key: str) -> RecordingBaseten:
+        if self.namespace_client is None:
+            raise AssertionError("a namespace names an API key Secret the plan cannot read")
+        return RecordingBaseten(self.namespace_client(api_key), self.baseten.ledger)
 
     def _prepare(self, obj: dict[str, Any], destroy: bool) -> dict[str, Any]:
         meta = obj.setdefault("metadata", {})
         meta.setdefault("resourceVersion", "0")
+        # A CR not created yet will be the youngest claimant of its environment.
+        meta.setdefault("creationTimestamp", rfc3339(self.clock))
         spec, _ = parse_spec(obj)
         if destroy:
             meta["deletionTimestamp"] = rfc3339(self.clock)
@@ -143,7 +185,12 @@ class Planner:
         return obj
 
     def _deps(
-        self, kube: MemoryKube, events: RecordedEvents, cache: _Cache, running: set[str]
+        self,
+        kube: MemoryKube,
+        events: RecordedEvents,
+        world: _World,
+        rules: Tenancy,
+        running: set[str],
     ) -> Dependencies:
         return Dependencies(
             kube=kube,
@@ -151,14 +198,17 @@ class Planner:
             recorder=events,
             clock=self.clock,
             timing=self.timing,
-            models=cache,
+            models=world,
             configmaps=self.configmaps,
-            siblings=cache.siblings,
-            pusher=RecordingPusher(self.baseten, running),
+            siblings=world.siblings,
+            pusher=RecordingPusher(self.baseten.ledger, running),
             random=self.rng,
+            tenancy=rules,
         )
 
-    def _plan_one(self, obj: dict[str, Any], cache: _Cache, running: set[str]) -> ModelPlan:
+    def _plan_one(
+        self, obj: dict[str, Any], world: _World, rules: Tenancy, running: set[str]
+    ) -> ModelPlan:
         meta = obj["metadata"]
         raw_spec = obj.get("spec") or {}
         spec, _ = parse_spec(obj)
@@ -171,8 +221,8 @@ class Planner:
         )
         kube = MemoryKube()
         events = RecordedEvents()
-        deps = self._deps(kube, events, cache, running)
-        recording = self.baseten.start_pass()
+        deps = self._deps(kube, events, world, rules, running)
+        recording = self.baseten.ledger.start_pass()
         if spec is not None and meta.get("deletionTimestamp"):
             self._resolve_for_deletion(obj, spec, deps)
         kube.put(obj)
@@ -184,6 +234,11 @@ class Planner:
             result.error = f"the pass tried a write the plan does not know: {refused}"
         except BasetenAPIError as error:
             result.error = f"Baseten: {error}"
+        if recording.failed_reads and result.error is None:
+            # What the pass decided on a read that got no answer is not what it will do.
+            result.error = (
+                f"a Baseten read failed, so this plan is incomplete: {recording.failed_reads[0]}"
+            )
         stored = kube.stored(result.namespace, result.name) or obj
         status = parse_status(stored.get("status"))
         result.actions = [self._complete(a, spec, status.model_id) for a in recording.actions]
@@ -199,12 +254,16 @@ class Planner:
         self, obj: dict[str, Any], spec: BasetenModelSpec, deps: Dependencies
     ) -> None:
         """A manifest planned for deletion may never have been reconciled: its model ID is
-        what the pass before would have resolved (the real lookup, into a throwaway status)."""
+        what the pass before would have resolved (the real lookup, with its namespace's
+        client, into a throwaway status)."""
         if parse_status(obj.get("status")).model_id:
             return
+        namespace = obj["metadata"]["namespace"]
+        if deps.tenancy is not None and not deps.tenancy.knows_namespace(namespace):
+            return  # the pass waits for the Namespace, which the plan shows
         writer = StatusWriter(MemoryKube(), obj, self.clock)
         try:
-            model_id = resolve_model_id(Pass(deps, obj, spec, writer))
+            model_id = resolve_model_id(with_namespace_client(Pass(deps, obj, spec, writer)))
         except (ReconcileError, PassEnded):
             return  # not found: the deletion pass retains nothing, which the plan shows
         if model_id:
@@ -215,7 +274,7 @@ class Planner:
     ) -> Action:
         """Fill in what only the pass's context knows: a diff's old side, a deletion's policy."""
         if isinstance(action, UpdateEnvironment) and spec is not None and model_id:
-            environment = self.baseten.environment_seen(model_id, action.environment)
+            environment = self.baseten.ledger.environment_seen(model_id, action.environment)
             if environment is not None:
                 drift = detect_drift(to_wire(spec.environment), environment)
                 return dataclasses.replace(action, changes=changes_of(drift.changes))
@@ -238,6 +297,9 @@ class Planner:
         deps: Dependencies,
     ) -> None:
         status = parse_status(after.get("status"))
+        if deps.tenancy is not None and not deps.tenancy.knows_namespace(result.namespace):
+            result.notes.append(_namespace_unknown(result.namespace))
+            return  # the pass did nothing else: it waits
         if spec is not None and spec.effective_mode in _NO_WRITES:
             result.notes.append(_NO_WRITES[spec.effective_mode])
         next_retry = parse_rfc3339(status.next_retry_time)
@@ -258,12 +320,13 @@ class Planner:
         deletes = any(isinstance(a, DeleteModel) for a in result.actions)
         if deleting and not deletes and not result.blockers:
             result.notes.append(
-                "deletion retains the Baseten model (deletionPolicy, mode, or never resolved)"
+                "deletion retains the Baseten model (deletionPolicy, mode, namespace policy, "
+                "or never resolved)"
             )
         if spec is not None and status.truss_push_status == TRUSS_PUSHING and not result.actions:
             result.notes.append(f"a push of {status.source_deployment_name} is in progress")
         if status.source_deployment_name:
-            found = self.baseten.recording.found.get(status.source_deployment_name)
+            found = self.baseten.ledger.recording.found.get(status.source_deployment_name)
             result.source = {"deployment": status.source_deployment_name, "exists": found}
         self._orphans(result, before, after, spec, deps)
 
@@ -281,6 +344,17 @@ class Planner:
         if spec is None or not ran or not status.model_id or not status.source_deployment_name:
             return
         p = Pass(deps, after, spec, StatusWriter(MemoryKube(), after, self.clock))
+        try:
+            p = with_namespace_client(p)  # the namespace's client, as the pass that ran the cleanup
+        except PassEnded:
+            return
         review = review_model_orphans(p, status.model_id, status.source_deployment_name)
         if review is not None:
             result.orphans = review.verdicts
+
+
+def _namespace_unknown(namespace: str) -> str:
+    return (
+        f"waiting: namespace {namespace} not found, so its policy is unknown: the operator "
+        "makes no Baseten call for its BasetenModels until it exists"
+    )

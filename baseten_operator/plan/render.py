@@ -50,11 +50,13 @@ def item_json(plan: ModelPlan) -> dict[str, Any]:
     }
 
 
-def to_json(plans: Sequence[ModelPlan]) -> str:
+def to_json(plans: Sequence[ModelPlan], notes: Sequence[str] = ()) -> str:
+    """`notes`: what the whole plan must be read with (e.g. no namespace policy known)."""
     document = {
         "apiVersion": API_VERSION,
         "kind": KIND,
         "changes": has_changes(plans),
+        "notes": list(notes),
         "items": [item_json(plan) for plan in plans],
     }
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
@@ -86,10 +88,12 @@ def _block(plan: ModelPlan) -> list[str]:
     return lines
 
 
-def to_table(plans: Sequence[ModelPlan]) -> str:
+def to_table(plans: Sequence[ModelPlan], notes: Sequence[str] = ()) -> str:
+    lines = [f"note: {note}" for note in notes]
+    if lines:
+        lines.append("")
     if not plans:
-        return "no BasetenModels to plan\n"
-    lines: list[str] = []
+        return "\n".join([*lines, "no BasetenModels to plan"]) + "\n"
     for plan in plans:
         lines.extend(_block(plan))
         lines.append("")

@@ -1,9 +1,12 @@
 """The recording, read-only world a plan's pass runs in.
 
-- Baseten: `RecordingBaseten` wraps the real `BasetenClient`; reads go through, every
-  write is recorded as an action and answered with a plausible stub, never sent. Under
-  it, `read_only_session` refuses any non-GET before it leaves the process: a write the
-  wrapper does not know of fails the plan instead of reaching Baseten.
+- Baseten: `RecordingBaseten` wraps a real `BasetenClient` (the operator key's, or a
+  namespace key's: every one of them fills the plan's one `Ledger`); reads go through,
+  every write is recorded as an action and answered with a plausible stub, never sent.
+  Under it, `read_only_session` refuses anything but a GET before it leaves the
+  process: a write the wrapper does not know of fails the plan instead of reaching
+  Baseten. A read Baseten fails (no answer, a bad key, 5xx, throttled) is on record
+  too: the plan is then incomplete, an error.
 - Kubernetes: `MemoryKube` keeps the status and finalizer writes of the pass in memory.
 - Events and pushes: recorded (`RecordedEvents`, `RecordingPusher`), nothing emitted or launched.
 """
@@ -11,19 +14,21 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import requests
 
 from baseten_operator.baseten.client import BasetenClient
 from baseten_operator.baseten.deadlines import DeadlineAdapter
+from baseten_operator.baseten.errors import AmbiguousName, BasetenAPIError, RateLimited
 from baseten_operator.baseten.models import (
     DeploymentV1,
     EnvironmentV1,
     ModelV1,
     RetryResult,
+    TeamV1,
 )
 from baseten_operator.baseten.settings import Change
 from baseten_operator.plan.actions import (
@@ -42,8 +47,12 @@ from baseten_operator.plan.actions import (
 )
 from baseten_operator.truss.pusher import PushOutcome, PushRequest
 
-# Methods that cannot change anything on the server.
-READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+# The only method a plan sends: HEAD and OPTIONS change nothing either, but the client
+# never needs them, so nothing but a GET has any business leaving the process.
+READ_METHOD = "GET"
+PLAN_USER_AGENT = "baseten-operator-plan"
+
+T = TypeVar("T")
 
 
 class WriteRefused(RuntimeError):
@@ -51,10 +60,10 @@ class WriteRefused(RuntimeError):
 
 
 class ReadOnlyAdapter(DeadlineAdapter):
-    """The transport's adapter, refusing every request that is not a read before sending."""
+    """The transport's adapter, refusing every request but a GET before sending it."""
 
     def send(self, request: requests.PreparedRequest, *args: Any, **kwargs: Any) -> Any:
-        if (request.method or "").upper() not in READ_METHODS:
+        if (request.method or "").upper() != READ_METHOD:
             raise WriteRefused(f"plan refused to send {request.method} {request.path_url}")
         return super().send(request, *args, **kwargs)
 
@@ -70,7 +79,18 @@ def read_only_session() -> requests.Session:
 def read_only_client_from_env(timeout: float) -> BasetenClient:
     """The client `run` would build (same env variables), on a read-only session."""
     return BasetenClient.from_env(
-        session=read_only_session(), timeout=timeout, user_agent="baseten-operator-plan"
+        session=read_only_session(), timeout=timeout, user_agent=PLAN_USER_AGENT
+    )
+
+
+def read_only_clients(base_url: str, timeout: float) -> Callable[[str], BasetenClient]:
+    """Clients of namespaces' own keys, like the operator key's: read-only sessions."""
+    return lambda api_key: BasetenClient(
+        api_key,
+        base_url,
+        session=read_only_session(),
+        timeout=timeout,
+        user_agent=PLAN_USER_AGENT,
     )
 
 
@@ -81,21 +101,50 @@ class Recording:
     actions: list[Action] = field(default_factory=list)
     # Deployment names the pass looked up, and whether Baseten has them.
     found: dict[str, bool] = field(default_factory=dict)
+    # Reads that got no usable answer: what the pass decided on them is not a plan.
+    failed_reads: list[str] = field(default_factory=list)
 
 
-class RecordingBaseten:
-    """`BasetenClient`'s interface: reads from Baseten, writes into `recording`."""
+def _an_answer(error: BasetenAPIError) -> bool:
+    """A failed call that still tells the pass something about Baseten's state: a 404
+    (not found) or an ambiguous name. Anything else (no answer, a refused key, a 5xx, an
+    answer that did not parse) tells nothing."""
+    return error.is_not_found or isinstance(error, AmbiguousName)
 
-    def __init__(self, client: BasetenClient) -> None:
-        self._client = client
+
+class Ledger:
+    """What every recording client of one plan shares: the current pass's recording, and
+    what the reads returned (names for the actions, environments for the diffs' old side),
+    whichever key or team view made them."""
+
+    def __init__(self) -> None:
         self.recording = Recording()
-        self._names: dict[str, str] = {}  # deployment id -> name, from every read
-        self._environments: dict[tuple[str, str], EnvironmentV1] = {}
-        self._models: dict[str, str] = {}  # model id -> name
+        self.names: dict[str, str] = {}  # deployment id -> name
+        self.environments: dict[tuple[str, str], EnvironmentV1] = {}
+        self.models: dict[str, str] = {}  # model id -> name
 
     def start_pass(self) -> Recording:
         self.recording = Recording()
         return self.recording
+
+    def environment_seen(self, model_id: str, env_name: str) -> EnvironmentV1 | None:
+        """The environment as this plan last read it (the "old" side of a settings diff)."""
+        return self.environments.get((model_id, env_name))
+
+
+class RecordingBaseten:
+    """`BasetenClient`'s interface: reads from Baseten, writes into the ledger's recording.
+
+    test/unit/plan/test_world.py holds its methods to the client's, signature for signature.
+    """
+
+    def __init__(self, client: BasetenClient, ledger: Ledger | None = None) -> None:
+        self._client = client
+        self.ledger = ledger if ledger is not None else Ledger()
+
+    @property
+    def recording(self) -> Recording:
+        return self.ledger.recording
 
     @property
     def base_url(self) -> str:
@@ -107,63 +156,80 @@ class RecordingBaseten:
     def _seen(self, *deployments: DeploymentV1 | None) -> None:
         for deployment in deployments:
             if deployment is not None:
-                self._names[deployment.id] = deployment.name
+                self.ledger.names[deployment.id] = deployment.name
 
     def _name(self, deployment_id: str) -> str:
-        return self._names.get(deployment_id, deployment_id)
+        return self.ledger.names.get(deployment_id, deployment_id)
 
     def _seen_environment(self, environment: EnvironmentV1, model_id: str) -> None:
-        self._environments[(model_id, environment.name)] = environment
+        self.ledger.environments[(model_id, environment.name)] = environment
         self._seen(environment.current_deployment, environment.candidate_deployment)
+
+    def _seen_models(self, *models: ModelV1 | None) -> None:
+        self.ledger.models.update({m.id: m.name for m in models if m is not None})
+
+    def _read(self, read: Callable[..., T], *args: Any) -> T:
+        try:
+            return read(*args)
+        except RateLimited as throttled:
+            self.recording.failed_reads.append(str(throttled))
+            raise
+        except BasetenAPIError as error:
+            if not _an_answer(error):
+                self.recording.failed_reads.append(str(error))
+            raise
 
     # --- reads ----------------------------------------------------------------------------
 
     def list_models(self, name: str | None = None) -> list[ModelV1]:
-        models = self._client.list_models(name)
-        self._models.update({m.id: m.name for m in models})
+        models = self._read(self._client.list_models, name)
+        self._seen_models(*models)
         return models
 
     def find_model(self, name: str) -> ModelV1 | None:
-        model = self._client.find_model(name)
-        if model is not None:
-            self._models[model.id] = model.name
+        model = self._read(self._client.find_model, name)
+        self._seen_models(model)
         return model
 
+    def list_teams(self, name: str | None = None) -> list[TeamV1]:
+        return self._read(self._client.list_teams, name)
+
+    def list_team_models(self, team_id: str, name: str | None = None) -> list[ModelV1]:
+        models = self._read(self._client.list_team_models, team_id, name)
+        self._seen_models(*models)
+        return models
+
     def list_deployments(self, model_id: str, name: str | None = None) -> list[DeploymentV1]:
-        deployments = self._client.list_deployments(model_id, name)
+        deployments = self._read(self._client.list_deployments, model_id, name)
         self._seen(*deployments)
         return deployments
 
     def find_deployment(self, model_id: str, name: str) -> DeploymentV1 | None:
-        deployment = self._client.find_deployment(model_id, name)
+        deployment = self._read(self._client.find_deployment, model_id, name)
         self._seen(deployment)
         self.recording.found[name] = deployment is not None
         return deployment
 
     def get_deployment(self, model_id: str, deployment_id: str) -> DeploymentV1:
-        deployment = self._client.get_deployment(model_id, deployment_id)
+        deployment = self._read(self._client.get_deployment, model_id, deployment_id)
         self._seen(deployment)
         return deployment
 
     def list_environments(self, model_id: str) -> list[EnvironmentV1]:
-        environments = self._client.list_environments(model_id)
+        environments = self._read(self._client.list_environments, model_id)
         for environment in environments:
             self._seen_environment(environment, model_id)
         return environments
 
     def get_environment(self, model_id: str, env_name: str) -> EnvironmentV1:
-        environment = self._client.get_environment(model_id, env_name)
+        environment = self._read(self._client.get_environment, model_id, env_name)
         self._seen_environment(environment, model_id)
         return environment
-
-    def environment_seen(self, model_id: str, env_name: str) -> EnvironmentV1 | None:
-        """The environment as this plan last read it (the "old" side of a settings diff)."""
-        return self._environments.get((model_id, env_name))
 
     # --- writes: recorded, never sent ------------------------------------------------------
 
     def delete_model(self, model_id: str) -> None:
-        self._record(DeleteModel(self._models.get(model_id, model_id), model_id, "", ""))
+        self._record(DeleteModel(self.ledger.models.get(model_id, model_id), model_id, "", ""))
 
     def delete_deployment(self, model_id: str, deployment_id: str) -> None:
         self._record(DeleteOrphan(self._name(deployment_id), deployment_id))
@@ -171,7 +237,7 @@ class RecordingBaseten:
     def activate_deployment(self, model_id: str, deployment_id: str) -> None:
         reactivate = any(
             env.current_deployment is not None and env.current_deployment.id == deployment_id
-            for (mid, _), env in self._environments.items()
+            for (mid, _), env in self.ledger.environments.items()
             if mid == model_id
         )
         self._record(Activate(self._name(deployment_id), deployment_id, reactivate))
@@ -222,7 +288,7 @@ class RecordingBaseten:
         scale_down_previous_deployment: bool = True,
         preserve_env_instance_type: bool = True,
     ) -> DeploymentV1:
-        environment = self._environments.get((model_id, env_name))
+        environment = self.ledger.environment_seen(model_id, env_name)
         current = environment.current_deployment if environment else None
         self._record(
             Promote(
@@ -305,8 +371,8 @@ class RecordingPusher:
     (a plan cannot see the operator's processes): the pass waits for those as it would.
     """
 
-    def __init__(self, baseten: RecordingBaseten, running: set[str]) -> None:
-        self._baseten = baseten
+    def __init__(self, ledger: Ledger, running: set[str]) -> None:
+        self._ledger = ledger
         self._running = running
 
     def has_capacity(self) -> bool:
@@ -319,7 +385,7 @@ class RecordingPusher:
         return None
 
     def launch(self, req: PushRequest) -> bool:
-        self._baseten.recording.actions.append(
+        self._ledger.recording.actions.append(
             Push(req.deployment_name, req.model_name, req.model_id is None)
         )
         return True

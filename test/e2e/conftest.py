@@ -236,13 +236,14 @@ class KeyStack:
     def stack(self) -> Stack:
         return Stack(self.cluster.kubectl, Simulator(self.cluster.sim_url), metrics_url=None)
 
-    def start_operator(self, name: str) -> LocalOperator:
+    def start_operator(self, name: str, *extra_flags: str) -> LocalOperator:
         started = start_operator(
             self.cluster,
             self.processes,
             self.workdir / f"{name}.log",
             "--log-level",
             "debug",
+            *extra_flags,
             name=name,
         )
         self.operators.append(started)

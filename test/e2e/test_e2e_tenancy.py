@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from conftest import KeyStack
 from e2e_harness import (
     OPERATOR_NAMESPACE,
     Stack,
@@ -182,6 +183,49 @@ def test_a_namespace_key_serves_its_crs_and_rotates_without_a_restart(stack: Sta
     later = stack.sim.writes_for_model(model_id)[len(first) :]
     assert later and {entry["key"] for entry in later} == {f"{team}-2"}
     stack.wait_status(namespace, "keyed", word_is("ACTIVE"), what="ACTIVE with the new key")
+
+
+def test_a_missing_key_secret_fails_naming_it_until_it_appears(stack: Stack) -> None:
+    namespace = stack.new_namespace("e2e-nokey")
+    secret = f"{namespace}-baseten-key"
+    annotate(stack, namespace, api_key_secret=secret)
+    model = unique_name("e2e-nokey")
+    model_id, _ = stack.sim.seed_model_with_deployment(model, "build-1")
+    stack.kubectl.apply(basetenmodel("keyless", namespace, spec(model)))
+    text = f"API key Secret {OPERATOR_NAMESPACE}/{secret} not found"
+    stack.wait_status(
+        namespace, "keyless", lambda s: s.get("message") == text, what="FAILED naming the Secret"
+    )
+    assert status_of(stack.get_bm(namespace, "keyless"))["deploymentStatus"] == "FAILED"
+    assert stack.sim.writes_for_model(model_id) == []
+
+    # The Secret appears (the platform team's key for this namespace): its watch wakes the CR.
+    stack.sim.control("add_api_key", key=f"{namespace}-key", label=namespace)
+    stack.kubectl.apply(key_secret(secret, f"{namespace}-key"))
+    stack.wait_status(namespace, "keyless", word_is("ACTIVE"), what="ACTIVE once the key exists")
+    assert {entry["key"] for entry in stack.sim.writes_for_model(model_id)} == {namespace}
+
+
+def test_require_namespace_policy_manages_nothing_without_allowed_models(
+    key_stack: KeyStack,
+) -> None:
+    stack = key_stack.stack
+    key_stack.start_operator("strict", "--require-namespace-policy")
+    namespace = stack.new_namespace("e2e-strict")
+    model = unique_name("e2e-strict")
+    model_id, _ = stack.sim.seed_model_with_deployment(model, "build-1")
+    stack.kubectl.apply(basetenmodel("denied", namespace, spec(model)))
+    text = (
+        f"namespace policy: model '{model}' is not allowed in namespace {namespace} "
+        "(models.baseten.com/allowed-models: (unset))"
+    )
+    stack.wait_status(namespace, "denied", lambda s: s.get("message") == text, what="denied")
+    event = stack.wait_event(namespace, "denied", "PolicyViolation")
+    assert (event["type"], event["message"]) == ("Warning", text)
+    assert stack.sim.writes_for_model(model_id) == []
+
+    annotate(stack, namespace, allowed_models="e2e-strict-*")
+    stack.wait_status(namespace, "denied", word_is("ACTIVE"), what="ACTIVE once allowed")
 
 
 def key_secret(name: str, api_key: str) -> dict[str, Any]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from operator_harness import OperatorHarness, is_ready, reconcile_spec, wait_for
 
@@ -113,7 +115,25 @@ def test_delete_with_guardrails_blocks_then_deletes_once_drained(
     assert deleted == f"Deleted Baseten model {model['id']}"
     assert len(harness.event_messages(namespace, "guarded", "ModelDeleted")) == 1
     assert harness.sim.engine.find_model_id("guarded") is None
-    assert len(harness.event_messages(namespace, "guarded", "ModelDeleteBlocked")) == 1
+    # ModelDeleteBlocked marks entering DELETE_BLOCKED and each change of the reason (the
+    # replica counts while the environment drains): one per blocked message the status took.
+    entered = blocked_messages(harness.statuses(namespace, "guarded"))
+    assert entered[0] == text
+    assert harness.event_count(namespace, "guarded", "ModelDeleteBlocked") == len(entered)
+    assert set(harness.event_messages(namespace, "guarded", "ModelDeleteBlocked")) == set(entered)
+
+
+def blocked_messages(statuses: list[dict[str, Any]]) -> list[str]:
+    """The DELETE_BLOCKED message of every status that entered DELETE_BLOCKED or changed
+    its message, in order."""
+    entered: list[str] = []
+    previous: tuple[Any, Any] = (None, None)
+    for status in statuses:
+        current = (status.get("deploymentStatus"), status.get("message"))
+        if current[0] == "DELETE_BLOCKED" and current != previous:
+            entered.append(str(current[1]))
+        previous = current
+    return entered
 
 
 def test_delete_policy_deletes_the_model(harness: OperatorHarness, namespace: str) -> None:

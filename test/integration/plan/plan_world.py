@@ -2,21 +2,24 @@
 
 `PlanWorld` starts the Kubernetes API emulator (with the CRD) and the Baseten simulator.
 `plan(...)` runs `baseten-operator plan` (the real CLI entry point, in-process) with
-the same credentials rules as `run`. `next_pass(...)` then runs the operator's own pass
+the same credentials rules as `run` (BASETEN_API_KEY, BASETEN_API_BASE_URL, POD_NAMESPACE
+for the namespaces' key Secrets). `next_pass(...)` then runs the operator's own pass
 (`BasetenModelReconciler`, the real KubeClient, BasetenClient, EventRecorder and
-TrussPusher), so a test can hold the plan's actions against the writes the simulator's
-audit log shows that pass made.
+TrussPusher, under the run's tenancy rules), so a test can hold the plan's actions
+against the writes the simulator's audit log shows that pass made.
 """
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import io
 import json
 import os
-import sys
+import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,24 +27,24 @@ from typing import Any
 import jsonschema
 from polling import wait_for
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "operator"))
-
-from operator_harness import RequestLog
-
 from baseten_operator.api.constants import BASETENMODELS, FINALIZER
 from baseten_operator.api.crd import build_crd
 from baseten_operator.baseten.client import API_KEY_ENV, BASE_URL_ENV, BasetenClient
+from baseten_operator.baseten.pool import BasetenClientPool
 from baseten_operator.cli import main
 from baseten_operator.controller.context import Dependencies
 from baseten_operator.controller.endings import ReconcileError
+from baseten_operator.controller.ownership import claim_index
 from baseten_operator.controller.reconciler import BasetenModelReconciler
+from baseten_operator.controller.tenancy import Tenancy
 from baseten_operator.controller.timing import Timing
-from baseten_operator.main import remote_url
+from baseten_operator.main import client_factory, remote_url
 from baseten_operator.plan.render import SCHEMA_PATH
 from baseten_operator.runtime.client import (
     CONFIGMAPS,
     CRDS,
     NAMESPACES,
+    SECRETS,
     ApiError,
     KubeClient,
     NotFound,
@@ -51,11 +54,51 @@ from baseten_operator.runtime.controller import Request, TerminalError
 from baseten_operator.runtime.recorder import EventRecorder
 from baseten_operator.sim.baseten import BasetenSimulator
 from baseten_operator.sim.baseten.engine import LifecycleDurations
+from baseten_operator.sim.baseten.http import Request as SimRequest
+from baseten_operator.sim.baseten.http import Response as SimResponse
+from baseten_operator.sim.baseten.keys import KeyRing
 from baseten_operator.sim.kube import KubeApiServer
 from baseten_operator.truss.pusher import TrussPusher
 
 API_KEY = "plan-key"
+# Where namespaces' API key Secrets live: the operator's namespace (POD_NAMESPACE).
+OPERATOR_NAMESPACE = "baseten-operator-system"
 PUSH_MUTATIONS = ("graphql:create_model_from_truss", "graphql:create_model_version_from_truss")
+
+
+@dataclass(frozen=True)
+class Seen:
+    """One request the simulator received (reads too), and the label of the key it carried."""
+
+    time: float
+    method: str
+    path: str
+    key: str | None
+
+
+class KeyedRequestLog:
+    """Wraps the simulator's app to remember every request with its key's label (the audit
+    log keeps only writes): a test sees which key each read of a plan carried."""
+
+    def __init__(self, app: Callable[[SimRequest], SimResponse | None], keys: KeyRing) -> None:
+        self._app = app
+        self._keys = keys
+        self._lock = threading.Lock()
+        self._seen: list[Seen] = []
+
+    def __call__(self, request: SimRequest) -> SimResponse | None:
+        if not request.path.startswith("/_sim/"):
+            _, _, token = request.headers.get("authorization", "").partition(" ")
+            known = self._keys.lookup(token) if token.strip() else None
+            label = known.label if known is not None else None
+            seen = Seen(time.time(), request.method, request.path, label)
+            with self._lock:
+                self._seen.append(seen)
+        return self._app(request)
+
+    def seen(self, since: float) -> list[Seen]:
+        with self._lock:
+            return [r for r in self._seen if r.time >= since]
 
 
 class _LiveCache:
@@ -79,7 +122,7 @@ class PlanWorld:
     kube: KubeClient = field(init=False)
     kubeconfig: Path = field(init=False)
     sim: BasetenSimulator = field(init=False)
-    requests: RequestLog = field(init=False)
+    requests: KeyedRequestLog = field(init=False)
     recorder: EventRecorder = field(init=False)
     pusher: TrussPusher = field(init=False)
     _saved_env: dict[str, str | None] = field(init=False, default_factory=dict)
@@ -94,12 +137,18 @@ class PlanWorld:
         # Baseten's TTL deactivation is quick here; every other lifecycle takes its time,
         # so the state a test sets up stays put while it plans and passes.
         self.sim = BasetenSimulator(API_KEY, durations=LifecycleDurations(deactivate=0.05))
-        self.requests = RequestLog(self.sim.app)
+        self.requests = KeyedRequestLog(self.sim.app, self.sim.keys)
         self.sim.app = self.requests  # type: ignore[assignment]
         self.sim.start()
-        for name, value in ((API_KEY_ENV, API_KEY), (BASE_URL_ENV, self.sim.api_url)):
+        environment = {
+            API_KEY_ENV: API_KEY,
+            BASE_URL_ENV: self.sim.api_url,
+            "POD_NAMESPACE": OPERATOR_NAMESPACE,
+        }
+        for name, value in environment.items():
             self._saved_env[name] = os.environ.get(name)
             os.environ[name] = value
+        self.create_namespace(OPERATOR_NAMESPACE)
         self.recorder = EventRecorder(self.kube, "baseten-operator", clock=RealClock())
         self.recorder.start()
         self.pusher = TrussPusher(API_KEY, remote_url(self.sim.api_url), max_concurrent=2)
@@ -127,10 +176,27 @@ class PlanWorld:
     # ------------------------------------------------------------------ Kubernetes side
 
     def new_namespace(self) -> str:
-        name = f"plan-{uuid.uuid4().hex[:6]}"
-        body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
-        self.kube.create(NAMESPACES, body)
+        return self.create_namespace(f"plan-{uuid.uuid4().hex[:6]}")
+
+    def create_namespace(self, name: str, **annotations: str) -> str:
+        """A Namespace; `annotations` as the platform team sets them (`team=`,
+        `allowed_models=`, ... for models.baseten.com/team, /allowed-models)."""
+        full = {f"models.baseten.com/{k.replace('_', '-')}": v for k, v in annotations.items()}
+        metadata: dict[str, Any] = {"name": name, "annotations": full}
+        self.kube.create(
+            NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": metadata}
+        )
         return name
+
+    def create_key_secret(self, name: str, api_key: str) -> None:
+        """An API key Secret in the operator's namespace, as a namespace's annotation names it."""
+        body = {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": name, "namespace": OPERATOR_NAMESPACE},
+            "data": {"api-key": base64.b64encode(api_key.encode()).decode()},
+        }
+        self.kube.create(SECRETS, body, OPERATOR_NAMESPACE)
 
     def create_cr(self, namespace: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
         return self.kube.create(BASETENMODELS, manifest(namespace, name, spec), namespace)
@@ -164,24 +230,41 @@ class PlanWorld:
 
     # ------------------------------------------------------------------ the real pass
 
+    def _every_model(self) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = self.kube.list(BASETENMODELS).get("items") or []
+        return items
+
     def real_pass(self, namespace: str, name: str) -> list[dict[str, Any]]:
-        """One pass of the operator's reconciler; the Baseten writes it made (audit log)."""
-        models = _LiveCache(self.kube, BASETENMODELS)
+        """One pass of the operator's reconciler, under the run's tenancy rules (namespace
+        policy, one owner per environment, namespaces' keys and teams); the Baseten writes
+        it made (audit log)."""
+        baseten = BasetenClient(API_KEY, self.sim.api_url)
 
         def siblings(model_name: str) -> list[dict[str, Any]]:
-            items = self.kube.list(BASETENMODELS).get("items") or []
-            return [o for o in items if (o.get("spec") or {}).get("modelName") == model_name]
+            return [
+                o
+                for o in self._every_model()
+                if (o.get("spec") or {}).get("modelName") == model_name
+            ]
 
+        tenancy = Tenancy(
+            namespaces=_LiveCache(self.kube, NAMESPACES),
+            secrets=_LiveCache(self.kube, SECRETS),
+            pool=BasetenClientPool(baseten, client_factory(self.sim.api_url)),
+            claimants=lambda claim: [o for o in self._every_model() if claim in claim_index(o)],
+            operator_namespace=OPERATOR_NAMESPACE,
+        )
         deps = Dependencies(
             kube=self.kube,
-            baseten=BasetenClient(API_KEY, self.sim.api_url),
+            baseten=baseten,
             recorder=self.recorder,
             clock=RealClock(),
             timing=Timing(),
-            models=models,
+            models=_LiveCache(self.kube, BASETENMODELS),
             configmaps=_LiveCache(self.kube, CONFIGMAPS),
             siblings=siblings,
             pusher=self.pusher,
+            tenancy=tenancy,
         )
         before = len(self.sim.audit_log())
         with contextlib.suppress(ReconcileError, TerminalError):  # passes that end so
@@ -211,16 +294,16 @@ class PlanWorld:
 
     # ------------------------------------------------------------------ plan
 
-    def plan(self, *args: str) -> tuple[int, dict[str, Any], list[tuple[str, str]]]:
-        """`baseten-operator plan -o json ARGS`: exit code, document, and every request
-        (method, path) it sent to Baseten."""
+    def plan(self, *args: str) -> tuple[int, dict[str, Any], list[Seen]]:
+        """`baseten-operator plan -o json ARGS`: exit code, document, and every request it
+        sent to Baseten (with the key it carried)."""
         started = time.time()
         audited = len(self.sim.audit_log())
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
             code = main(["plan", "-o", "json", *args])
         assert len(self.sim.audit_log()) == audited, "plan made a Baseten write"
-        seen = [(r.method, r.path) for r in self.requests.seen(since=started)]
+        seen = self.requests.seen(since=started)
         document = json.loads(out.getvalue())
         jsonschema.validate(document, json.loads(SCHEMA_PATH.read_text()))
         return code, document, seen
@@ -289,5 +372,5 @@ def made_writes(entries: list[dict[str, Any]]) -> list[tuple[str, str, Any]]:
     return [(e["method"], e["path"], e["body"]) for e in entries if e["status"] < 300]
 
 
-def only_gets(seen: list[tuple[str, str]]) -> bool:
-    return bool(seen) and all(method == "GET" for method, _ in seen)
+def only_gets(seen: list[Seen]) -> bool:
+    return bool(seen) and all(request.method == "GET" for request in seen)

@@ -185,3 +185,72 @@ def test_the_installed_command_prints_a_table(
     assert f"{namespace}/m  model={model}  environment=production  mode=Reconcile" in result.stdout
     assert "1. create environment production" in result.stdout
     assert result.stdout.rstrip().endswith("Plan: 1 actions on 1 of 1 BasetenModels.")
+
+
+# --- errors: exit 1 with a message, never "no changes" or a blocker -----------------------
+
+
+def steady_manifest(world: PlanWorld, namespace: str, tmp_path: Path) -> Path:
+    model = f"{namespace}-m"
+    world.sim.seed_deployment(world.sim.seed_model(model)["id"], "v1")
+    spec = {"modelName": model, "sourceDeploymentName": "v1", "environment": {"name": "p"}}
+    return write(tmp_path / "m.yaml", manifest(namespace, "m", spec))
+
+
+@pytest.mark.parametrize(
+    ("fault", "error"),
+    [
+        ("bad key", "HTTP 401: "),
+        ("throttled", "rate limited on GET /v1/models: retry after 120s"),
+        ("server error", "HTTP 503: "),
+    ],
+)
+def test_a_failed_baseten_read_is_an_error(
+    world: PlanWorld,
+    namespace: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    fault: str,
+    error: str,
+) -> None:
+    path = steady_manifest(world, namespace, tmp_path)
+    if fault == "bad key":
+        monkeypatch.setenv("BASETEN_API_KEY", "not-a-key-baseten-knows")
+    elif fault == "throttled":  # asks for longer than the call's deadline
+        world.sim.inject_fault("list_models", "429", 1, retry_after=120)
+    else:  # retried (a GET), then given up
+        world.sim.inject_fault("list_models", "5xx", 4, status=503)
+    code, document, seen = world.plan("-f", str(path), "--detailed-exitcode")
+    assert code == 1 and only_gets(seen)
+    (item,) = document["items"]
+    assert item["actions"] == []
+    assert item["error"].startswith(f"a Baseten read failed, so this plan is incomplete: {error}")
+    last_line = capsys.readouterr().err.splitlines()[-1]  # after the client's warnings
+    assert last_line.startswith(
+        f"baseten-operator plan: 1 of 1 BasetenModels could not be planned; {namespace}/m: "
+    )
+
+
+def test_a_missing_file_is_an_error(world: PlanWorld, tmp_path: Path, capsys: Any) -> None:
+    code, table = world.plan_table("-f", str(tmp_path / "nope.yaml"))
+    assert (code, table) == (1, "")
+    err = capsys.readouterr().err
+    assert err == f"baseten-operator plan: {tmp_path / 'nope.yaml'}: no such file or directory\n"
+
+
+def test_no_api_key_is_an_error(
+    world: PlanWorld,
+    namespace: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    path = steady_manifest(world, namespace, tmp_path)
+    monkeypatch.delenv("BASETEN_API_KEY")
+    code, table = world.plan_table("-f", str(path), "--detailed-exitcode")
+    assert (code, table) == (1, "")
+    assert capsys.readouterr().err == (
+        "baseten-operator plan: BASETEN_API_KEY is not set or empty: "
+        "the operator needs a Baseten API key\n"
+    )

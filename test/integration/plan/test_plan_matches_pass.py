@@ -4,6 +4,7 @@ and `plan` itself only read (GETs, and nothing in the simulator's audit log)."""
 from __future__ import annotations
 
 import time
+import uuid
 from typing import Any
 
 import pytest
@@ -23,12 +24,15 @@ def spec(model: str, source: str, env: str = "production", **extra: Any) -> dict
     }
 
 
-def plan_then_pass(world: PlanWorld, namespace: str, name: str, model_id: str) -> dict[str, Any]:
-    """Plan the live CR, run the next pass, and hold one against the other."""
+def plan_then_pass(
+    world: PlanWorld, namespace: str, name: str, model_id: str, *, reads: bool = True
+) -> dict[str, Any]:
+    """Plan the live CR, run the next pass, and hold one against the other. `reads`: the
+    plan reads Baseten (GETs only); False: it calls Baseten not at all."""
     code, document, seen = world.plan(
         "--cluster", "--kubeconfig", str(world.kubeconfig), "-n", namespace, "--detailed-exitcode"
     )
-    assert only_gets(seen), seen
+    assert only_gets(seen) if reads else seen == [], seen
     (item,) = document["items"]
     writes = world.next_pass(namespace, name)
     assert expected_writes([item], model_id) == made_writes(writes)
@@ -335,3 +339,81 @@ def test_all_namespaces(world: PlanWorld) -> None:
     assert {(first, "m"), (second, "m")} <= keys
     code, document, _ = world.plan("--cluster", "--kubeconfig", str(world.kubeconfig), "-n", first)
     assert [(i["namespace"], i["name"]) for i in document["items"]] == [(first, "m")]
+
+
+# --- tenancy: the plan applies the run's rules, as the next pass does -------------------
+
+
+def test_conflict_with_an_owner_in_another_namespace(world: PlanWorld, namespace: str) -> None:
+    model = f"{namespace}-m"
+    model_id, _ = seeded_model(world, model, "v1", "v2", current="v1")
+    # Created first, and within the same second the namespace name decides: "plan-0-"
+    # sorts before every "plan-{hex}".
+    owner_ns = world.create_namespace(f"plan-0-{uuid.uuid4().hex[:6]}")
+    steady(world, owner_ns, "owner", spec(model, "v1"))
+    world.create_cr(namespace, "rival", spec(model, "v2"))
+    item = plan_then_pass(world, namespace, "rival", model_id, reads=False)
+    text = f"environment production of model '{model}' is managed by {owner_ns}/owner"
+    assert item["actions"] == [] and item["blockers"] == [text]
+    assert item["status"] == {"deploymentStatus": "CONFLICT", "message": text}
+    assert world.get_cr(namespace, "rival")["status"]["message"] == text  # the pass agrees
+
+
+def test_namespace_policy_violation(world: PlanWorld) -> None:
+    namespace = world.create_namespace(
+        f"plan-{uuid.uuid4().hex[:6]}", allowed_models="search-*,ranker"
+    )
+    model = f"{namespace}-m"
+    model_id, _ = seeded_model(world, model, "v1")
+    world.create_cr(namespace, "m", spec(model, "v1"))
+    item = plan_then_pass(world, namespace, "m", model_id, reads=False)
+    text = (
+        f"namespace policy: model '{model}' is not allowed in namespace {namespace} "
+        "(models.baseten.com/allowed-models: search-*,ranker)"
+    )
+    assert item["actions"] == [] and item["blockers"] == [text]
+    assert [(e["reason"], e["message"]) for e in item["events"]] == [("PolicyViolation", text)]
+    assert world.get_cr(namespace, "m")["status"]["message"] == text
+
+
+def test_a_namespace_key_serves_the_plan_as_it_serves_the_pass(world: PlanWorld) -> None:
+    """The namespace's team key, from its Secret: the plan's reads carry it (GETs only),
+    and so do the next pass's writes; the organisation's model of the same name is not
+    the one the team's namespace manages."""
+    team = f"team-{uuid.uuid4().hex[:6]}"
+    world.sim.create_team(team)
+    world.sim.add_api_key(f"{team}-secret-key", label=team, team=team)
+    world.create_key_secret(f"{team}-key", f"{team}-secret-key")
+    namespace = world.create_namespace(
+        f"plan-{uuid.uuid4().hex[:6]}", team=team, api_key_secret=f"{team}-key"
+    )
+    model = f"{namespace}-m"
+    decoy = world.sim.seed_model(model)["id"]  # the organisation's, in no team
+    model_id = world.sim.seed_model(model, team=team)["id"]
+    world.sim.seed_deployment(model_id, "v1")
+    world.create_cr(namespace, "m", spec(model, "v1"))
+
+    started = time.time()
+    item = plan_then_pass(world, namespace, "m", model_id)
+    assert [a["type"] for a in item["actions"]] == ["create-environment"]
+    plan_reads = [r for r in world.requests.seen(started) if r.method == "GET"]
+    assert {r.key for r in plan_reads} == {team}
+    assert any(r.path == "/v1/teams" for r in plan_reads)
+    writes = [e for e in world.sim.audit_log() if e["path"].startswith(f"/v1/models/{model_id}")]
+    assert writes and {e["key"] for e in writes} == {team}
+    assert not [e for e in world.sim.audit_log() if decoy in e["path"]]
+
+
+def test_pause_shows_no_actions_and_why(world: PlanWorld, namespace: str) -> None:
+    model = f"{namespace}-m"
+    model_id, _ = seeded_model(world, model, "v1", "v2", current="v1")
+    world.create_cr(namespace, "m", spec(model, "v2", mode="Pause"))
+    code, document, seen = world.plan(
+        "--cluster", "--kubeconfig", str(world.kubeconfig), "-n", namespace, "--detailed-exitcode"
+    )
+    (item,) = document["items"]
+    assert code == 0 and seen == []  # a paused CR needs no Baseten call at all
+    assert item["actions"] == []
+    assert item["notes"] == ["Pause mode: reconciliation is paused, the operator calls nothing"]
+    assert world.real_pass(namespace, "m") == []
+    assert world.get_cr(namespace, "m")["status"]["deploymentStatus"] == "PAUSED"

@@ -369,10 +369,13 @@ class ConfigMaps:
 
 
 class Namespaces:
-    """The Namespace informer's cache: annotations only (what the operator reads)."""
+    """The Namespace informer's cache: annotations only (what the operator reads). Every
+    namespace exists, without annotations, unless annotated or listed in `unseen` (not in
+    the cache yet)."""
 
     def __init__(self) -> None:
         self.items: dict[str, dict[str, Any]] = {}
+        self.unseen: set[str] = set()
 
     def annotate(self, namespace: str, **annotations: str | None) -> None:
         """Set (or, with None, remove) annotations; keys use `/`-less shorthands (see below)."""
@@ -386,7 +389,9 @@ class Namespaces:
                 current[key] = value
 
     def get(self, namespace: str | None, name: str) -> dict[str, Any] | None:
-        return self.items.get(name)
+        if name in self.unseen:
+            return None
+        return self.items.get(name, {"metadata": {"name": name}})
 
 
 class Secrets:

@@ -207,6 +207,25 @@ def test_an_owner_leaving_wakes_the_other_claimants() -> None:
     assert Request("other", "b") in drain(world.controller)
 
 
+def test_a_namespace_arriving_wakes_its_crs_waiting_for_it() -> None:
+    world = TenancyWorld()
+    world.namespaces.fire("add", namespace("ns"))
+    assert drain(world.controller) == {Request("ns", "a"), Request("other", "b")}
+
+
+def test_a_cr_moving_to_another_claim_wakes_both_claims() -> None:
+    world = TenancyWorld()
+    elsewhere = {
+        "metadata": {"namespace": "x", "name": "c"},
+        "spec": {"modelName": "n", "environment": {"name": "p"}},
+    }
+    moved = {**elsewhere, "spec": {"modelName": "m", "environment": {"name": "p"}}}
+    world.models.objects.append(elsewhere)
+    world.models.fire("update", elsewhere, moved)
+    # The claim "m"/"p" it joins: its owner (ns/a) may have to stand down for it.
+    assert {Request("ns", "a"), Request("other", "b")} <= drain(world.controller)
+
+
 def test_a_key_secret_change_wakes_the_namespaces_naming_it() -> None:
     world = TenancyWorld()
     old = {"metadata": {"name": "ns-key"}, "data": {"api-key": "YQ=="}}

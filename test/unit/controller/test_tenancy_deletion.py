@@ -85,3 +85,44 @@ def test_retain_is_never_blocked(h) -> None:
     h.run("cross", "team-b")
     assert h.baseten.calls == []
     assert ("team-b", "cross") not in h.kube.objects
+
+
+def test_a_sibling_without_a_team_blocks_a_team_deletion(h) -> None:
+    h.baseten.add_model(team="ranking")
+    h.namespaces.annotate("team-b", team="ranking")  # default names no team
+    serving(h)
+    deleting(h)
+    h.run("cross", "team-b")
+    assert h.status("cross", "team-b")["message"] == BLOCKED_TEXT
+    assert h.baseten.calls == []
+
+
+def test_a_deletion_without_a_team_is_blocked_by_any_team_sibling(h) -> None:
+    """team-b names no team: its lookup could have resolved default's team model."""
+    h.baseten.add_model(team="search")
+    h.namespaces.annotate("default", team="search")
+    serving(h)
+    deleting(h)
+    h.run("cross", "team-b")
+    assert h.status("cross", "team-b")["message"] == BLOCKED_TEXT
+    assert h.baseten.calls == []
+
+
+def test_a_new_reason_to_block_emits_the_event_again(h) -> None:
+    """From the shared-model block to a guardrail block: the reason changed, so the
+    Event comes again, with the new text."""
+    h.steady_world()
+    serving(h)
+    deleting(h, "DeleteWithGuardrails")
+    h.run("cross", "team-b")
+    assert h.event("ModelDeleteBlocked") == ("Warning", BLOCKED_TEXT)
+    h.siblings.clear()
+    h.run("cross", "team-b")
+    guardrail = (
+        "deletion blocked: production (min=1, active=3) must be scaled to min_replicas: 0 "
+        "and idle before model can be deleted"
+    )
+    assert h.status("cross", "team-b")["message"] == guardrail
+    assert h.event("ModelDeleteBlocked") == ("Warning", guardrail)
+    h.run("cross", "team-b")
+    assert h.events == []

@@ -150,3 +150,56 @@ def test_a_lost_claim_wakes_every_other_claimant() -> None:
         Request("b", "s"),
         Request("c", "t"),
     }
+
+
+# --- a CR without a team may be in every team (its lookup is organisation-wide) ---------
+
+
+def test_a_team_cr_stands_down_for_an_older_cr_without_a_team(h) -> None:
+    h.baseten.add_model(team="search")
+    h.namespaces.annotate("default", team="search")
+    h.create(name="le-3", namespace="team-b", created=OLDER)  # team-b names no team
+    h.create(created=YOUNGER)
+    h.run()
+    assert h.word() == "CONFLICT"
+    assert h.message() == "environment production of model 'my-llm' is managed by team-b/le-3"
+    assert h.baseten.calls == []
+
+
+def test_a_cr_without_a_team_stands_down_for_an_older_team_cr(h) -> None:
+    h.steady_world()
+    h.namespaces.annotate("default", team="search")
+    h.create(created=OLDER)
+    rival(h)  # team-b: no team
+    h.run("rival", "team-b")
+    assert h.status("rival", "team-b")["message"] == CONFLICT_TEXT
+    assert h.baseten.calls == []
+
+
+def test_a_cr_without_a_team_standing_down_holds_up_no_other_team(h) -> None:
+    """search (oldest) owns; the no-team CR stands down for it; ranking owns its own
+    model, since the only CR before it that could share its team is not an owner."""
+    h.baseten.add_model(team="ranking")
+    h.namespaces.annotate("ns-search", team="search")
+    h.namespaces.annotate("ns-ranking", team="ranking")
+    h.create(name="a", namespace="ns-search", created="2026-01-01T00:00:00Z")
+    h.create(name="n", namespace="ns-none", created="2026-01-02T00:00:00Z")
+    h.create(name="r", namespace="ns-ranking", created="2026-01-03T00:00:00Z")
+
+    h.run("n", "ns-none")
+    assert h.status("n", "ns-none")["message"].endswith("is managed by ns-search/a")
+    h.run("r", "ns-ranking")
+    assert h.status("r", "ns-ranking")["deploymentStatus"] != "CONFLICT"
+    assert h.baseten.called("list_team_models") == [("team-ranking", "my-llm")]
+
+
+def test_a_changed_owner_emits_the_conflict_event_again(h) -> None:
+    h.create(name="first", namespace="team-a", created="2025-12-01T00:00:00Z")
+    h.create(name="owner", namespace="team-c", created=OLDER)
+    rival(h)
+    h.run("rival", "team-b")
+    assert h.event("EnvironmentConflict")[1].endswith("is managed by team-a/first")
+    h.edit(lambda o: o["spec"].__setitem__("mode", "Observe"), "first", "team-a")
+    h.run("rival", "team-b")
+    text = "environment production of model 'my-llm' is managed by team-c/owner"
+    assert h.event("EnvironmentConflict") == ("Warning", text)

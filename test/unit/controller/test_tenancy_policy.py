@@ -212,3 +212,43 @@ def test_the_same_team_on_the_cr_and_its_namespace_is_no_violation(h) -> None:
     h.create(team="search")
     h.run()
     assert h.word() == "ACTIVE"
+
+
+@pytest.mark.parametrize("deleting", [False, True])
+def test_a_namespace_not_yet_in_the_cache_waits_without_calling_baseten(h, deleting) -> None:
+    """Fail closed: a CR can arrive before its Namespace; until the Namespace is cached its
+    policy, team and key are unknown, so no Baseten call and no finalizer removal."""
+    h.steady_world()
+    h.create(deletionPolicy="Delete")
+    h.run()
+    assert h.word() == "ACTIVE"
+    h.baseten.calls.clear()
+    h.namespaces.unseen.add("default")  # e.g. a CR re-created with its Namespace
+    if deleting:
+        h.edit(lambda o: o["metadata"].__setitem__("deletionTimestamp", "2026-01-01T00:00:00Z"))
+    result = h.run()
+    assert h.baseten.calls == []
+    assert (h.writes, h.events) == (0, [])
+    assert result.requeue_after == 5.0
+    assert ("default", "my-model") in h.kube.objects
+
+    h.namespaces.unseen.clear()  # the Namespace's add event wakes the CR
+    h.namespaces.annotate("default", allowed_models="ranker")
+    h.run()
+    assert h.baseten.calls == []
+    if deleting:
+        assert ("default", "my-model") not in h.kube.objects  # refused: let go, untouched
+    else:
+        assert h.word() == "FAILED"
+
+
+def test_the_policy_violation_event_comes_again_when_the_reason_changes(h) -> None:
+    h.namespaces.annotate("default", allowed_models="ranker")
+    h.create(deletionPolicy="Delete")
+    h.run()
+    h.namespaces.annotate("default", allowed_models="my-*", allowed_deletion_policies="Retain")
+    h.run()
+    assert violation(h)[1] == (
+        "namespace policy: deletionPolicy Delete is not allowed in namespace default "
+        "(models.baseten.com/allowed-deletion-policies: Retain)"
+    )

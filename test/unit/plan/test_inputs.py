@@ -51,6 +51,19 @@ def test_directories_multi_documents_lists_and_other_kinds(tmp_path: Path) -> No
     ]
 
 
+def test_a_mounted_configmap_directory_is_read_once(tmp_path: Path) -> None:
+    """The kubelet's layout: the files in a timestamped dot-directory, `..data` linking to
+    it, and each file a link through `..data` (deploy/argocd/plan-presync-hook.yaml)."""
+    versioned = tmp_path / "..2026_01_01_00_00_00.123"
+    versioned.mkdir()
+    (versioned / "models.yaml").write_text(yaml.safe_dump(model("one")))
+    (tmp_path / "..data").symlink_to(versioned.name)
+    (tmp_path / "models.yaml").symlink_to(Path("..data") / "models.yaml")
+    (tmp_path / ".hidden.yaml").write_text(yaml.safe_dump(model("hidden")))
+    inputs = from_manifests(read_manifests([str(tmp_path)]), "team")
+    assert [m["metadata"]["name"] for m in inputs.models] == ["one"]
+
+
 def test_stdin(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sys, "stdin", io.StringIO(yaml.safe_dump_all([model("s"), configmap("c")])))
     inputs = from_manifests(read_manifests(["-"]), "default")

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import pytest
+import responses
 
 from baseten_operator.baseten.client import BasetenClient
-from baseten_operator.baseten.errors import BasetenAPIError
+from baseten_operator.baseten.errors import AmbiguousModelName, BasetenAPIError, RateLimited
 from baseten_operator.baseten.models import DeploymentV1, EnvironmentV1, ModelV1
 from baseten_operator.plan.actions import (
     Activate,
@@ -21,6 +23,7 @@ from baseten_operator.plan.actions import (
     UpdateEnvironment,
 )
 from baseten_operator.plan.world import (
+    Ledger,
     MemoryKube,
     RecordingBaseten,
     WriteRefused,
@@ -59,6 +62,85 @@ def test_the_session_lets_reads_out() -> None:
     with pytest.raises(BasetenAPIError) as raised:
         read_only_client().list_models()
     assert raised.value.status_code == 0  # a connection error: the GET was really sent
+
+
+@pytest.mark.parametrize("method", ["POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"])
+def test_nothing_but_a_get_leaves_the_session(method: str) -> None:
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as mock:
+        mock.add(method, f"{CLOSED}/models", status=200)
+        with pytest.raises(WriteRefused):
+            read_only_session().request(method, f"{CLOSED}/models")
+        assert len(mock.calls) == 0
+
+
+# Methods of the client a plan has no use for: building it, and the leadership fence of
+# its writes (a plan sends none).
+NOT_PLANNED = {"from_env", "fence_writes"}
+
+
+def test_the_recording_client_has_every_call_of_the_real_client_with_its_signature() -> None:
+    """A call the client gains and the wrapper lacks would reach the real client unrecorded
+    (a write refused by the session fails the plan; a read would be missed)."""
+    for name, member in inspect.getmembers(BasetenClient):
+        if name.startswith("_") or name in NOT_PLANNED:
+            continue
+        wrapper = getattr(RecordingBaseten, name, None)
+        assert wrapper is not None, f"RecordingBaseten lacks {name}"
+        if callable(member):
+            assert inspect.signature(wrapper) == inspect.signature(member), name
+
+
+class Failing:
+    """A Baseten whose reads fail with `error`."""
+
+    base_url = CLOSED
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+    def find_model(self, name: str) -> ModelV1 | None:
+        raise self.error
+
+    list_teams = list_deployments = find_model
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        BasetenAPIError(0, "connection refused"),
+        BasetenAPIError(401, "invalid API key"),
+        BasetenAPIError(503, "unavailable"),
+        BasetenAPIError(200, "GET /models not acknowledged: Baseten answered {}"),
+        RateLimited("GET /models", 40.0, "Retry-After 40"),
+    ],
+)
+def test_a_read_that_got_no_answer_is_on_record(error: Exception) -> None:
+    baseten = RecordingBaseten(Failing(error))  # type: ignore[arg-type]
+    with pytest.raises(type(error)):
+        baseten.find_model("llama")
+    assert baseten.recording.failed_reads == [str(error)]
+
+
+@pytest.mark.parametrize(
+    "error", [BasetenAPIError(404, "not found"), AmbiguousModelName("llama", ["m1", "m2"])]
+)
+def test_a_read_answered_not_found_or_ambiguous_is_an_answer(error: Exception) -> None:
+    baseten = RecordingBaseten(Failing(error))  # type: ignore[arg-type]
+    with pytest.raises(BasetenAPIError):
+        baseten.find_model("llama")
+    assert baseten.recording.failed_reads == []
+
+
+def test_clients_of_one_ledger_share_what_they_saw_and_record() -> None:
+    ledger = Ledger()
+    operator, namespace = (RecordingBaseten(ReadsOnly(), ledger) for _ in range(2))  # type: ignore[arg-type]
+    namespace.get_environment("m1", "prod")
+    operator.activate_deployment("m1", "d1")
+    assert ledger.recording.actions == [Activate("v1", "d1", reactivate=True)]
+    assert operator.recording is namespace.recording
+    ledger.start_pass()
+    assert operator.recording.actions == []
+    assert ledger.environment_seen("m1", "prod") is not None
 
 
 class ReadsOnly:
