@@ -9,8 +9,9 @@ controller-runtime's image (docs/design.md, "Runtime semantics").
 servers' common base), `logging` (structlog with redaction), `clock` (injectable time,
 `FakeClock` for tests).
 
-Must not import anything else of this package (`api`, `baseten`, `truss`, `controller`,
-`sim`, `sandbox`, `cli`, `main`, `config`): another operator should be able to reuse it.
+Must not import anything else of this package, nor name the product it serves (the
+`runtime-stands-alone` import contract in pyproject.toml; a test greps for the word):
+another operator should be able to reuse it.
 """
 
 __all__ = [
