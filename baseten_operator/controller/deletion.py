@@ -21,7 +21,7 @@ from baseten_operator.baseten.errors import BasetenAPIError
 from baseten_operator.baseten.models import EnvironmentV1
 from baseten_operator.controller import messages
 from baseten_operator.controller.context import Pass, Requeue
-from baseten_operator.runtime.client import NotFound
+from baseten_operator.runtime.errors import NotFound
 
 log = structlog.get_logger(__name__)
 

@@ -21,10 +21,10 @@ from baseten_operator.controller.tenancy_watches import (
 )
 from baseten_operator.controller.timing import Timing
 from baseten_operator.controller.truss_source import setup_script_configmap
-from baseten_operator.runtime.client import CONFIGMAPS, NAMESPACES, SECRETS
 from baseten_operator.runtime.clock import Clock
 from baseten_operator.runtime.controller import Controller, Request, ignore_status_only_updates
 from baseten_operator.runtime.informer import Informer
+from baseten_operator.runtime.resource import CONFIGMAPS, NAMESPACES, SECRETS
 from baseten_operator.truss.pusher import PushOutcome
 
 CONTROLLER_NAME = "basetenmodel"

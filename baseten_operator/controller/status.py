@@ -26,8 +26,8 @@ from baseten_operator.api.constants import (
     READY_STATUSES,
 )
 from baseten_operator.api.types import BasetenModelStatus, Condition, to_wire
-from baseten_operator.runtime.client import Conflict, NotFound
 from baseten_operator.runtime.clock import Clock, rfc3339
+from baseten_operator.runtime.errors import Conflict, NotFound
 from baseten_operator.runtime.text import cut
 
 log = structlog.get_logger(__name__)

@@ -22,8 +22,9 @@ from baseten_operator.plan.inputs import (
 from baseten_operator.plan.planner import ModelPlan, Planner
 from baseten_operator.plan.render import has_changes, has_errors, to_json, to_table
 from baseten_operator.plan.world import RecordingBaseten, read_only_client_from_env
-from baseten_operator.runtime.client import ApiError, KubeClient
+from baseten_operator.runtime.client import KubeClient
 from baseten_operator.runtime.clock import RealClock
+from baseten_operator.runtime.errors import ApiError
 from baseten_operator.runtime.logging import configure_logging
 
 # Like `terraform plan -detailed-exitcode`.

@@ -16,7 +16,8 @@ from typing import Any
 import yaml
 
 from baseten_operator.api.constants import API_VERSION, BASETENMODELS, KIND
-from baseten_operator.runtime.client import CONFIGMAPS, NotFound
+from baseten_operator.runtime.errors import NotFound
+from baseten_operator.runtime.resource import CONFIGMAPS
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 DEFAULT_NAMESPACE = "default"

@@ -1,7 +1,8 @@
 """A small controller library on the official `kubernetes` client, in client-go's and
 controller-runtime's image (docs/design.md, "Runtime semantics").
 
-`client` (a dynamic JSON client and its typed errors), `informer` (list+watch caches),
+`client` (a dynamic JSON client), `resource` (where a kind lives in the API; plain data, no
+client), `errors` (the API's errors as types), `informer` (list+watch caches),
 `workqueue` (rate-limited queue), `controller` (workers, reconcile outcomes), `leaderelection`
 (Lease), `fence` (the write fence: only a replica proven to lead writes), `recorder`
 (aggregating Events), `manager` (ties them together, shuts down cleanly),
@@ -18,10 +19,12 @@ __all__ = [
     "client",
     "clock",
     "controller",
+    "errors",
     "fence",
     "informer",
     "logging",
     "manager",
     "metrics",
     "recorder",
+    "resource",
 ]

@@ -17,14 +17,10 @@ from typing import Any, Protocol
 
 import structlog
 
-from baseten_operator.runtime.client import (
-    Gone,
-    KubeClient,
-    Resource,
-    TooManyRequests,
-    object_key,
-)
+from baseten_operator.runtime.client import KubeClient
 from baseten_operator.runtime.clock import Clock, RealClock, sleep_unless
+from baseten_operator.runtime.errors import Gone, TooManyRequests
+from baseten_operator.runtime.resource import Resource, object_key
 
 log = structlog.get_logger(__name__)
 

@@ -26,7 +26,7 @@ from typing import Protocol
 
 import structlog
 
-from baseten_operator.runtime.client import KubeClient, Resource
+from baseten_operator.runtime.client import KubeClient
 from baseten_operator.runtime.clock import Clock, RealClock
 from baseten_operator.runtime.delegatedauth import DelegatedAuth
 from baseten_operator.runtime.fence import WriteFence
@@ -35,6 +35,7 @@ from baseten_operator.runtime.httpserver import parse_bind_address
 from baseten_operator.runtime.informer import Informer
 from baseten_operator.runtime.leaderelection import LeaderElector
 from baseten_operator.runtime.metrics import MetricsServer
+from baseten_operator.runtime.resource import Resource
 from baseten_operator.runtime.tlscert import CertificateFiles, self_signed
 
 log = structlog.get_logger(__name__)

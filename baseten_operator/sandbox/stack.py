@@ -17,10 +17,12 @@ import structlog
 from baseten_operator.baseten.client import API_KEY_ENV, BASE_URL_ENV, BasetenClient
 from baseten_operator.config import OperatorOptions
 from baseten_operator.main import build_operator
-from baseten_operator.runtime.client import LEASES, KubeClient, NotFound
+from baseten_operator.runtime.client import KubeClient
 from baseten_operator.runtime.clock import RealClock
+from baseten_operator.runtime.errors import NotFound
 from baseten_operator.runtime.logging import configure_logging
 from baseten_operator.runtime.manager import Manager
+from baseten_operator.runtime.resource import LEASES
 from baseten_operator.sandbox import cluster
 from baseten_operator.sandbox.seed import SANDBOX_API_KEY, SeededAccount, seed_account
 from baseten_operator.sandbox.waiting import wait_until

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from baseten_operator.runtime.client import CONFIGMAPS
 from baseten_operator.runtime.controller import Controller, Request, Result
 from baseten_operator.runtime.manager import Manager, ManagerOptions, install_signal_handlers
+from baseten_operator.runtime.resource import CONFIGMAPS
 
 
 class RecordingReconciler:

@@ -8,9 +8,10 @@ from typing import Any
 
 import pytest
 
-from baseten_operator.runtime.client import CONFIGMAPS, Gone, ServerError, TooManyRequests
 from baseten_operator.runtime.clock import FakeClock
+from baseten_operator.runtime.errors import Gone, ServerError, TooManyRequests
 from baseten_operator.runtime.informer import Backoff, Informer, Store, namespace_index
+from baseten_operator.runtime.resource import CONFIGMAPS
 
 
 class Recorder:

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from baseten_operator.runtime import manager as manager_module
-from baseten_operator.runtime.client import CONFIGMAPS, NAMESPACES, ServerError
 from baseten_operator.runtime.clock import FakeClock
+from baseten_operator.runtime.errors import ServerError
 from baseten_operator.runtime.fence import NotLeader
 from baseten_operator.runtime.manager import (
     EXIT_LOST_LEASE,
@@ -19,6 +19,7 @@ from baseten_operator.runtime.manager import (
     ManagerOptions,
     lease_namespace,
 )
+from baseten_operator.runtime.resource import CONFIGMAPS, NAMESPACES
 
 
 def test_lease_namespace_prefers_configuration_then_the_pod_namespace(
