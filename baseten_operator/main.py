@@ -35,6 +35,10 @@ COMPONENT = "baseten-operator"
 LOST_LEASE_EXIT_GRACE = 1.0
 # A pass running longer than this many Baseten deadlines is stuck: /healthz fails.
 STUCK_PASS_DEADLINES = 2
+# Stop budgets of the services the controller uses, after its drain: the Events still
+# queued, and the push children to kill and their supervisors to wait for.
+RECORDER_FLUSH_TIMEOUT = 5.0
+PUSHER_STOP_TIMEOUT = 10.0
 
 
 def user_agent(identity: str) -> str:
@@ -90,10 +94,6 @@ def manager_options(options: OperatorOptions) -> ManagerOptions:
     )
 
 
-def _discard(_: object) -> None:
-    """add_runnable wants a stop returning None; the flush result is only informative."""
-
-
 def build_operator(
     options: OperatorOptions,
     *,
@@ -126,7 +126,7 @@ def build_operator(
     writer = kube.fenced(manager.fence)
 
     recorder = EventRecorder(writer, COMPONENT, clock=clock)
-    manager.add_runnable(recorder.start, lambda: _discard(recorder.stop(5.0)), leader_only=True)
+    manager.add(recorder, stop_timeout=RECORDER_FLUSH_TIMEOUT)
     relay = PushOutcomeRelay()
     pusher = TrussPusher(
         api_key,
@@ -140,7 +140,7 @@ def build_operator(
         clock=clock,
         fence=manager.fence,
     )
-    manager.add_runnable(pusher.start, lambda: pusher.stop(10.0), leader_only=True)
+    manager.add(pusher, stop_timeout=PUSHER_STOP_TIMEOUT)
     pool = BasetenClientPool(
         baseten, fenced_clients(make_client or client_factory(baseten.base_url), manager.fence)
     )

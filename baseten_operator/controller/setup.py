@@ -175,5 +175,5 @@ def setup_with_manager(
         tenancy=tenancy,
         **kwargs,
     )
-    manager.add_controller(controller)
+    manager.add(controller)
     return controller

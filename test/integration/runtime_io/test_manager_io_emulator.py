@@ -78,7 +78,7 @@ def make_manager(
         reconciler = RecordingReconciler()
         informer = manager.informer(CONFIGMAPS)
         name = f"cm-{uuid.uuid4().hex[:6]}"
-        manager.add_controller(Controller(name, informer, reconciler, max_concurrent_reconciles=1))
+        manager.add(Controller(name, informer, reconciler, max_concurrent_reconciles=1))
         managers.append((manager, client))
         return manager, reconciler, client
 

@@ -158,7 +158,8 @@ def test_a_pass_stuck_for_two_baseten_deadlines_fails_liveness(
         clock=clock,
     )
     responsive = manager._liveness_checks["workers-responsive"]
-    queue = manager._controllers[0].queue
+    (controller,) = manager._work
+    queue = controller.queue  # type: ignore[attr-defined]
     assert responsive()
     queue.add(Request("ns", "slow"))
     queue.get()  # a worker took it and is still in its pass
