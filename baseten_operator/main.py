@@ -12,7 +12,11 @@ from baseten_operator.baseten.client import API_KEY_ENV, DEFAULT_TIMEOUT, Basete
 from baseten_operator.baseten.errors import ConfigError
 from baseten_operator.baseten.pool import BasetenClientPool, MakeClient
 from baseten_operator.config import OperatorOptions
-from baseten_operator.controller.setup import PushOutcomeRelay, setup_with_manager
+from baseten_operator.controller.setup import (
+    enqueue_push_outcome,
+    setup_with_manager,
+    work_queue,
+)
 from baseten_operator.controller.timing import Timing
 from baseten_operator.runtime.client import KubeClient
 from baseten_operator.runtime.clock import Clock, RealClock
@@ -127,7 +131,8 @@ def build_operator(
 
     recorder = EventRecorder(writer, COMPONENT, clock=clock)
     manager.add(recorder, stop_timeout=RECORDER_FLUSH_TIMEOUT)
-    relay = PushOutcomeRelay()
+    # The queue first: the pusher reports each outcome straight into it.
+    queue = work_queue(clock)
     pusher = TrussPusher(
         api_key,
         remote_url(baseten.base_url),
@@ -136,7 +141,7 @@ def build_operator(
         # --time-scale: scaled, every push in the sandbox (a few seconds of truss start-up)
         # would be killed. Unscaled, it stays the 5-minute safety net it is meant to be.
         timeout=Timing().push_timeout,
-        on_done=relay,
+        on_done=enqueue_push_outcome(queue),
         clock=clock,
         fence=manager.fence,
     )
@@ -154,9 +159,9 @@ def build_operator(
         clock=clock,
         timing=timing,
         pusher=pusher,
+        queue=queue,
         max_concurrent_reconciles=options.max_concurrent_reconciles,
     )
-    relay.attach(controller)
     stuck_after = STUCK_PASS_DEADLINES * options.baseten_timeout
     manager.add_liveness_check(
         "workers-responsive", lambda: controller.longest_running_pass() <= stuck_after
