@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import replace
 from importlib.metadata import PackageNotFoundError, version
 
 import structlog
@@ -22,12 +23,7 @@ from baseten_operator.runtime.client import KubeClient
 from baseten_operator.runtime.clock import Clock, RealClock
 from baseten_operator.runtime.fence import WriteFence
 from baseten_operator.runtime.logging import configure_logging, register_secret
-from baseten_operator.runtime.manager import (
-    Manager,
-    ManagerOptions,
-    default_identity,
-    install_signal_handlers,
-)
+from baseten_operator.runtime.manager import Manager, default_identity, install_signal_handlers
 from baseten_operator.runtime.recorder import EventRecorder
 from baseten_operator.truss.pusher import TrussPusher
 
@@ -82,19 +78,12 @@ def fenced_clients(make_client: MakeClient, fence: WriteFence) -> MakeClient:
     return make
 
 
-def manager_options(options: OperatorOptions) -> ManagerOptions:
-    return ManagerOptions(
-        metrics_bind_address=options.metrics_bind_address,
-        metrics_secure=options.metrics_secure,
-        metrics_cert_path=options.metrics_cert_path,
-        metrics_cert_name=options.metrics_cert_name,
-        metrics_cert_key=options.metrics_cert_key,
-        health_probe_bind_address=options.health_probe_bind_address,
-        leader_elect=options.leader_elect,
-        leader_election_id=options.leader_election_id,
+def manager_options(options: OperatorOptions) -> OperatorOptions:
+    """The options as the Manager takes them (they are ManagerOptions): an empty Lease
+    namespace is the operator's own."""
+    return replace(
+        options,
         leader_election_namespace=options.leader_election_namespace or operator_namespace(),
-        namespace=options.watch_namespace or None,
-        shutdown_timeout=options.shutdown_timeout,
     )
 
 
@@ -200,7 +189,7 @@ def run_operator(options: OperatorOptions) -> int:
     install_signal_handlers(manager)
     log.info(
         "starting operator",
-        watch_namespace=options.watch_namespace or "(all)",
+        watch_namespace=options.namespace or "(all)",
         time_scale=options.time_scale,
         leader_elect=options.leader_elect,
         require_namespace_policy=options.require_namespace_policy,

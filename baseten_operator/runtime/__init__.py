@@ -5,7 +5,8 @@ controller-runtime's image (docs/design.md, "Runtime semantics").
 client), `errors` (the API's errors as types), `informer` (list+watch caches),
 `workqueue` (rate-limited queue), `controller` (workers, reconcile outcomes), `leaderelection`
 (Lease), `fence` (the write fence: only a replica proven to lead writes), `recorder`
-(aggregating Events), `manager` (ties them together, shuts down cleanly),
+(aggregating Events), `manager` (ties them together, shuts down cleanly), `options` (the
+manager's options and their generic defaults; plain data),
 `metrics` (the Prometheus registry and `/metrics`), `health` (probes), `httpserver` (the
 servers' common base), `logging` (structlog with redaction), `clock` (injectable time,
 `FakeClock` for tests).
@@ -25,6 +26,7 @@ __all__ = [
     "logging",
     "manager",
     "metrics",
+    "options",
     "recorder",
     "resource",
 ]

@@ -20,7 +20,6 @@ import socket
 import threading
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 from types import FrameType
 from typing import Protocol
 
@@ -35,6 +34,7 @@ from baseten_operator.runtime.httpserver import parse_bind_address
 from baseten_operator.runtime.informer import Informer
 from baseten_operator.runtime.leaderelection import LeaderElector
 from baseten_operator.runtime.metrics import MetricsServer
+from baseten_operator.runtime.options import ManagerOptions
 from baseten_operator.runtime.resource import Resource
 from baseten_operator.runtime.tlscert import CertificateFiles, self_signed
 
@@ -58,27 +58,6 @@ class Runnable(Protocol):
     def start(self) -> None: ...
 
     def stop(self, timeout: float) -> bool: ...
-
-
-@dataclass
-class ManagerOptions:
-    metrics_bind_address: str = ":8080"
-    # HTTPS with TokenReview/SubjectAccessReview on every scrape (controller-runtime's
-    # SecureServing). Off by default in the library; the operator's command turns it on.
-    metrics_secure: bool = False
-    # A directory with the serving certificate and key; empty: self-signed at start.
-    metrics_cert_path: str = ""
-    metrics_cert_name: str = "tls.crt"
-    metrics_cert_key: str = "tls.key"
-    health_probe_bind_address: str = ":8081"
-    leader_elect: bool = False
-    leader_election_id: str = ""  # the Lease's name: required with leader_elect
-    leader_election_namespace: str = "default"
-    namespace: str | None = None
-    shutdown_timeout: float = 30.0
-    lease_duration: float = 15.0
-    renew_deadline: float = 10.0
-    retry_period: float = 2.0
 
 
 SERVICE_ACCOUNT_NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"

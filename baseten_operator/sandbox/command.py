@@ -17,7 +17,13 @@ from pathlib import Path
 from types import FrameType
 
 import baseten_operator
-from baseten_operator.cli import positive_float
+from baseten_operator.flags import (
+    HEALTH_PROBE_BIND_ADDRESS,
+    LOG_LEVEL,
+    METRICS_BIND_ADDRESS,
+    TIME_SCALE,
+    positive_float,
+)
 from baseten_operator.sandbox.cluster import apply_samples, load_samples
 from baseten_operator.sandbox.console import Console
 from baseten_operator.sandbox.display import LiveDisplay
@@ -35,7 +41,6 @@ from baseten_operator.sandbox.stack import Sandbox, SandboxSettings
 from baseten_operator.sandbox.tour import SAMPLE_CRS, Tour, ready, summary_lines
 from baseten_operator.sandbox.waiting import Interrupted, WaitTimeout, wait_until
 
-DEFAULT_TIME_SCALE = 0.02
 EXIT_OK = 0
 EXIT_TOUR_FAILED = 1
 EXIT_USAGE = 2
@@ -44,37 +49,35 @@ DEFAULT_SAMPLES = Path(baseten_operator.__file__).resolve().parent.parent / "con
 
 
 def add_sandbox_arguments(parser: argparse.ArgumentParser) -> None:
+    """The sandbox's flags, defaulting to SandboxSettings' defaults; those it shares with
+    `run` keep `run`'s definitions (flags.py), with the sandbox's defaults."""
+    d = SandboxSettings()
     parser.add_argument(
         "--scenario",
         choices=["tour"],
         default=None,
         help="tour: run every story as a narrated demo that ends with a summary",
     )
+    TIME_SCALE.add(parser, d.time_scale)
     parser.add_argument(
-        "--time-scale",
-        type=positive_float,
-        default=DEFAULT_TIME_SCALE,
-        help="multiply every delay of the operator and the simulator (default: %(default)s)",
-    )
-    parser.add_argument(
-        "--work-dir",
-        default=".sandbox",
-        help="where the kubeconfig and the operator's log go (default: %(default)s)",
+        "--work-dir", default=str(d.work_dir), help="where the kubeconfig and the operator's log go"
     )
     parser.add_argument("--samples", default=str(DEFAULT_SAMPLES), help="the samples directory")
-    parser.add_argument("--kube-port", type=int, default=0, help="Kubernetes emulator port")
-    parser.add_argument("--baseten-port", type=int, default=0, help="Baseten simulator port")
-    parser.add_argument("--metrics-bind-address", default="127.0.0.1:0")
-    parser.add_argument("--health-probe-bind-address", default="127.0.0.1:0")
+    parser.add_argument(
+        "--kube-port", type=int, default=d.kube_port, help="Kubernetes emulator port"
+    )
+    parser.add_argument(
+        "--baseten-port", type=int, default=d.baseten_port, help="Baseten simulator port"
+    )
+    METRICS_BIND_ADDRESS.add(parser, d.metrics_bind_address)
+    HEALTH_PROBE_BIND_ADDRESS.add(parser, d.health_probe_bind_address)
     parser.add_argument(
         "--step-timeout",
         type=positive_float,
         default=None,
-        help="bound of each wait for an outcome (default: from the time scale)",
+        help="bound in seconds of each wait for an outcome; None: from the time scale",
     )
-    parser.add_argument(
-        "--log-level", default="info", choices=["debug", "info", "warning", "error"]
-    )
+    LOG_LEVEL.add(parser, d.log_level)
 
 
 def step_timeout(time_scale: float) -> float:

@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from baseten_operator.runtime.controller import Controller, Request, Result
-from baseten_operator.runtime.manager import Manager, ManagerOptions, install_signal_handlers
+from baseten_operator.runtime.manager import Manager, install_signal_handlers
+from baseten_operator.runtime.options import ManagerOptions
 from baseten_operator.runtime.resource import CONFIGMAPS
 
 

@@ -16,9 +16,9 @@ from baseten_operator.runtime.fence import NotLeader
 from baseten_operator.runtime.manager import (
     EXIT_LOST_LEASE,
     Manager,
-    ManagerOptions,
     lease_namespace,
 )
+from baseten_operator.runtime.options import ManagerOptions
 from baseten_operator.runtime.resource import CONFIGMAPS, NAMESPACES
 
 
