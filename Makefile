@@ -62,7 +62,7 @@ soak: $(STAMP) ## Chaos soak: 200 CRs, two replicas, faults, kills, a freeze (mi
 soak-short: $(STAMP) ## The bounded soak that `make test` also runs (under a minute)
 	$(BIN)/python test/soak/soak.py --short $(ARGS)
 
-manifests: $(STAMP) ## Regenerate the CRD (config/crd and the Helm chart's copy) and deploy/install.yaml
+manifests: $(STAMP) ## Regenerate the CRD (config/crd, the Helm chart's copies), the sandbox's samples and deploy/install.yaml
 	$(BIN)/python hack/generate_manifests.py
 	$(KUBECTL) kustomize config/default > deploy/install.yaml
 

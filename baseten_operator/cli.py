@@ -109,25 +109,37 @@ def options_from_args(args: argparse.Namespace) -> OperatorOptions:
     )
 
 
-SOURCE_ONLY_PACKAGES = ("baseten_operator.sandbox", "baseten_operator.sim")
+# What the operator image leaves out (.dockerignore): `run` never needs them.
+SANDBOX_PACKAGES = ("baseten_operator.sandbox", "baseten_operator.sim")
+EXIT_USAGE = 2
+SANDBOX_NOT_INSTALLED = (
+    "the sandbox is not installed here: the operator image leaves it and the simulators out. "
+    "Install the package with them: `pip install '.[sim]'` in a checkout of the repository "
+    "(or `pip install 'baseten_operator-<version>-py3-none-any.whl[sim]'` with a wheel built "
+    "there), or run `make sandbox` in the checkout."
+)
 
 
 def add_sandbox_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """`sandbox`, in a source checkout only: the wheel (the image) leaves the sandbox and
-    the simulators out (pyproject.toml), and `run` must not need them."""
+    """`sandbox`; where its package is not installed (the image), a `sandbox` that says how
+    to get it instead of its flags."""
+    summary = "the operator on an embedded Kubernetes emulator and Baseten simulator"
     try:
         from baseten_operator.sandbox.command import add_sandbox_arguments
     except ModuleNotFoundError as error:
-        if not (error.name or "").startswith(SOURCE_ONLY_PACKAGES):
+        if not (error.name or "").startswith(SANDBOX_PACKAGES):
             raise
+        missing = commands.add_parser("sandbox", help=summary, description=SANDBOX_NOT_INSTALLED)
+        missing.set_defaults(sandbox_installed=False)  # its flags are unknown: main says why
         return
     sandbox = commands.add_parser(
         "sandbox",
-        help="the operator on an embedded Kubernetes emulator and Baseten simulator",
+        help=summary,
         # Its defaults differ from `run`'s (loopback, a fast clock): show them.
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     add_sandbox_arguments(sandbox)
+    sandbox.set_defaults(sandbox_installed=True)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -147,7 +159,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    # parse_args, except that flags of a sandbox not installed get the reason, not a usage error.
+    args, unknown = parser.parse_known_args(argv)
+    if args.command == "sandbox" and not args.sandbox_installed:
+        print(f"baseten-operator sandbox: {SANDBOX_NOT_INSTALLED}", file=sys.stderr)
+        return EXIT_USAGE
+    if unknown:
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     if args.command == "run":
         from baseten_operator.main import run_operator
 

@@ -1,9 +1,9 @@
 """`baseten-operator sandbox`: the operator on an embedded Kubernetes emulator and Baseten sim.
 
-Interactive (the default): start everything, apply config/samples, show the models
-converging live, print a kubeconfig, the simulator's URL and ready-made commands to
-play with, and run until Ctrl-C. `--scenario tour`: the same, then a scripted,
-narrated demo of every story that ends by itself with a summary.
+Interactive (the default): start everything, apply the samples (config/samples, packaged
+with the sandbox), show the models converging live, print a kubeconfig, the simulator's URL
+and ready-made commands to play with, and run until Ctrl-C. `--scenario tour`: the same, then
+a scripted, narrated demo of every story that ends by itself with a summary.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ import time
 from pathlib import Path
 from types import FrameType
 
-import baseten_operator
 from baseten_operator.flags import (
     HEALTH_PROBE_BIND_ADDRESS,
     LOG_LEVEL,
@@ -45,7 +44,9 @@ EXIT_OK = 0
 EXIT_TOUR_FAILED = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
-DEFAULT_SAMPLES = Path(baseten_operator.__file__).resolve().parent.parent / "config" / "samples"
+# Package data: a copy of config/samples (`make manifests` keeps it equal), so that an
+# installed sandbox finds its samples without a checkout.
+DEFAULT_SAMPLES = Path(__file__).resolve().parent / "samples"
 
 
 def add_sandbox_arguments(parser: argparse.ArgumentParser) -> None:
