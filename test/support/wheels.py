@@ -7,6 +7,7 @@ Building from a copy keeps `build/` and `*.egg-info` out of the working tree.
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -42,11 +43,14 @@ def no_bytecode(path: str) -> bool:
 
 def build_wheel(context: Path, out: Path) -> Path:
     """The operator's wheel built from `context` with this environment's build tools
-    (no isolation: nothing is downloaded)."""
-    subprocess.run(
+    (no isolation: nothing is downloaded). A build that warns fails: every install would
+    print it (setuptools' deprecation of a table `project.license` was one)."""
+    done = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
          "--wheel-dir", str(out), str(context)],
-        check=True, capture_output=True, timeout=300,
+        check=True, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
+    warnings = re.findall(r"\b\w+Warning\b.*", done.stderr)
+    assert not warnings, f"building the wheel warns: {warnings}"
     (built,) = out.glob("baseten_operator-*.whl")
     return built
