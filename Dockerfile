@@ -14,7 +14,7 @@ RUN python -m pip install --require-hashes --no-deps -r requirements-build.lock
 # the pinned setuptools above (no build isolation: nothing unpinned is fetched).
 RUN python -m pip wheel --require-hashes --no-deps --no-build-isolation \
         --wheel-dir /wheels -r requirements.lock
-# The operator's wheel: the simulators and the sandbox are left out by pyproject.toml.
+# The operator's wheel: .dockerignore keeps the simulators and the sandbox out of the context.
 COPY pyproject.toml README.md ./
 COPY baseten_operator ./baseten_operator
 RUN python -m pip wheel --no-deps --no-build-isolation --wheel-dir /wheels . \

@@ -16,11 +16,15 @@ help: ## List the targets
 
 # The venv gets the Dockerfile's hash-checked build tools first: a fresh venv's setuptools is
 # too old for pyproject's license field, and the wheel test builds without isolation.
+# setuptools prints a boxed notice on every editable install of a flat layout ("folders in
+# your working directory with the same name as your package ... may take precedence"): here
+# that folder is the package itself, so the notice says nothing; an install prints only errors.
+EDITABLE_QUIET := PYTHONWARNINGS="ignore:Editable installation"
 $(STAMP): pyproject.toml requirements-build.lock
 	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) is required"; exit 1; }
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --require-hashes -r requirements-build.lock
-	$(BIN)/pip install -q -e '.[dev]'
+	$(EDITABLE_QUIET) $(BIN)/pip install -q -e '.[dev]'
 	$(BIN)/pip check
 	@touch $(STAMP)
 
@@ -62,7 +66,7 @@ soak: $(STAMP) ## Chaos soak: 200 CRs, two replicas, faults, kills, a freeze (mi
 soak-short: $(STAMP) ## The bounded soak that `make test` also runs (under a minute)
 	$(BIN)/python test/soak/soak.py --short $(ARGS)
 
-manifests: $(STAMP) ## Regenerate the CRD (config/crd and the Helm chart's copy) and deploy/install.yaml
+manifests: $(STAMP) ## Regenerate the CRD (config/crd, the Helm chart's copies), the sandbox's samples and deploy/install.yaml
 	$(BIN)/python hack/generate_manifests.py
 	$(KUBECTL) kustomize config/default > deploy/install.yaml
 

@@ -1,7 +1,9 @@
 """baseten-operator: a Kubernetes operator that keeps Baseten deployments as BasetenModels say.
 
 Entry points: `cli` (the `baseten-operator` command), `main` (`run`: wires the operator from
-`config.OperatorOptions`). The layers, bottom up (docs/design.md, "Layout"):
+`config.OperatorOptions`, the manager's options with the operator's defaults and its own);
+`flags` holds the flag types and the flags `run` and `sandbox` share. The layers, bottom up
+(docs/design.md, "Layout"):
 
 - `runtime`: generic controller machinery; imports nothing else of this package;
 - `api`: the BasetenModel resource; `baseten`: the Management API client; `truss`: names,
@@ -21,6 +23,7 @@ __all__ = [
     "cli",
     "config",
     "controller",
+    "flags",
     "main",
     "runtime",
     "sandbox",

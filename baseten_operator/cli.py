@@ -5,48 +5,26 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from dataclasses import fields
 
 from baseten_operator.config import OperatorOptions
-
-
-def positive_float(text: str) -> float:
-    value = float(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
-    return value
-
-
-def positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {text}")
-    return value
-
-
-def flag_bool(text: str) -> bool:
-    """Go flag syntax for booleans: `--flag`, `--flag=true`, `--flag=false`."""
-    lowered = text.strip().lower()
-    if lowered in ("true", "1", "t", "yes"):
-        return True
-    if lowered in ("false", "0", "f", "no"):
-        return False
-    raise argparse.ArgumentTypeError(f"expected true or false, got {text}")
-
-
-def add_bool_flag(parser: argparse.ArgumentParser, name: str, default: bool, help: str) -> None:
-    parser.add_argument(
-        name, type=flag_bool, nargs="?", const=True, default=default, metavar="BOOL", help=help
-    )
+from baseten_operator.flags import (
+    HEALTH_PROBE_BIND_ADDRESS,
+    LOG_LEVEL,
+    METRICS_BIND_ADDRESS,
+    TIME_SCALE,
+    add_bool_flag,
+    namespace_or_all,
+    positive_float,
+    positive_int,
+)
 
 
 def add_operator_flags(parser: argparse.ArgumentParser) -> None:
-    """The flags of `run`, named like the Go operator's where they exist."""
+    """The flags of `run`, named like the Go operator's where they exist; each sets the
+    OperatorOptions field of its dest, defaulting to that field's default."""
     d = OperatorOptions()
-    parser.add_argument(
-        "--metrics-bind-address",
-        default=d.metrics_bind_address,
-        help="address of the Prometheus /metrics endpoint ('0' disables it)",
-    )
+    METRICS_BIND_ADDRESS.add(parser, d.metrics_bind_address)
     add_bool_flag(
         parser,
         "--metrics-secure",
@@ -67,11 +45,7 @@ def add_operator_flags(parser: argparse.ArgumentParser) -> None:
         d.enable_http2,
         "accepted for compatibility; metrics are served over HTTP/1.1 only",
     )
-    parser.add_argument(
-        "--health-probe-bind-address",
-        default=d.health_probe_bind_address,
-        help="address of /healthz and /readyz ('0' disables them)",
-    )
+    HEALTH_PROBE_BIND_ADDRESS.add(parser, d.health_probe_bind_address)
     parser.add_argument(
         "--leader-elect",
         action="store_true",
@@ -86,7 +60,10 @@ def add_operator_flags(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--watch-namespace",
-        default=d.watch_namespace,
+        dest="namespace",
+        metavar="WATCH_NAMESPACE",
+        type=namespace_or_all,
+        default=d.namespace,
         help="only reconcile BasetenModels in this namespace (empty: all)",
     )
     parser.add_argument(
@@ -95,16 +72,9 @@ def add_operator_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-concurrent-pushes", type=positive_int, default=d.max_concurrent_pushes
     )
-    parser.add_argument(
-        "--log-level", default=d.log_level, choices=["debug", "info", "warning", "error"]
-    )
+    LOG_LEVEL.add(parser, d.log_level)
     parser.add_argument("--log-format", default=d.log_format, choices=["json", "console"])
-    parser.add_argument(
-        "--time-scale",
-        type=positive_float,
-        default=d.time_scale,
-        help="multiply every delay the operator waits (tests, sandbox)",
-    )
+    TIME_SCALE.add(parser, d.time_scale)
     parser.add_argument(
         "--baseten-timeout",
         type=positive_float,
@@ -121,51 +91,55 @@ def add_operator_flags(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--kubeconfig",
-        default=None,
+        default=d.kubeconfig,
         help="kubeconfig path (default: $KUBECONFIG, ~/.kube/config, in-cluster)",
     )
 
 
 def options_from_args(args: argparse.Namespace) -> OperatorOptions:
+    """`run`'s parsed flags as options: each flag's dest names the field it sets; fields
+    without a flag keep their defaults."""
+    parsed = vars(args)
     return OperatorOptions(
-        metrics_bind_address=args.metrics_bind_address,
-        metrics_secure=args.metrics_secure,
-        metrics_cert_path=args.metrics_cert_path,
-        metrics_cert_name=args.metrics_cert_name,
-        metrics_cert_key=args.metrics_cert_key,
-        enable_http2=args.enable_http2,
-        health_probe_bind_address=args.health_probe_bind_address,
-        leader_elect=args.leader_elect,
-        leader_election_id=args.leader_election_id,
-        leader_election_namespace=args.leader_election_namespace,
-        watch_namespace=args.watch_namespace,
-        max_concurrent_reconciles=args.max_concurrent_reconciles,
-        max_concurrent_pushes=args.max_concurrent_pushes,
-        log_level=args.log_level,
-        log_format=args.log_format,
-        time_scale=args.time_scale,
-        kubeconfig=args.kubeconfig,
-        baseten_timeout=args.baseten_timeout,
-        require_namespace_policy=args.require_namespace_policy,
+        **{
+            field.name: parsed[field.name]
+            for field in fields(OperatorOptions)
+            if field.name in parsed
+        }
     )
 
 
-SOURCE_ONLY_PACKAGES = ("baseten_operator.sandbox", "baseten_operator.sim")
+# What the operator image leaves out (.dockerignore): `run` never needs them.
+SANDBOX_PACKAGES = ("baseten_operator.sandbox", "baseten_operator.sim")
+EXIT_USAGE = 2
+SANDBOX_NOT_INSTALLED = (
+    "the sandbox is not installed here: the operator image leaves it and the simulators out. "
+    "Install the package with them: `pip install '.[sim]'` in a checkout of the repository "
+    "(or `pip install 'baseten_operator-<version>-py3-none-any.whl[sim]'` with a wheel built "
+    "there), or run `make sandbox` in the checkout."
+)
 
 
 def add_sandbox_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """`sandbox`, in a source checkout only: the wheel (the image) leaves the sandbox and
-    the simulators out (pyproject.toml), and `run` must not need them."""
+    """`sandbox`; where its package is not installed (the image), a `sandbox` that says how
+    to get it instead of its flags."""
+    summary = "the operator on an embedded Kubernetes emulator and Baseten simulator"
     try:
         from baseten_operator.sandbox.command import add_sandbox_arguments
     except ModuleNotFoundError as error:
-        if not (error.name or "").startswith(SOURCE_ONLY_PACKAGES):
+        if not (error.name or "").startswith(SANDBOX_PACKAGES):
             raise
+        missing = commands.add_parser("sandbox", help=summary, description=SANDBOX_NOT_INSTALLED)
+        missing.set_defaults(sandbox_installed=False)  # its flags are unknown: main says why
         return
     sandbox = commands.add_parser(
-        "sandbox", help="the operator on an embedded Kubernetes emulator and Baseten simulator"
+        "sandbox",
+        help=summary,
+        # Its defaults differ from `run`'s (loopback, a fast clock): show them.
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     add_sandbox_arguments(sandbox)
+    sandbox.set_defaults(sandbox_installed=True)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -185,7 +159,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    # parse_args, except that flags of a sandbox not installed get the reason, not a usage error.
+    args, unknown = parser.parse_known_args(argv)
+    if args.command == "sandbox" and not args.sandbox_installed:
+        print(f"baseten-operator sandbox: {SANDBOX_NOT_INSTALLED}", file=sys.stderr)
+        return EXIT_USAGE
+    if unknown:
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     if args.command == "run":
         from baseten_operator.main import run_operator
 

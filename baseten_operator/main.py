@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import replace
 from importlib.metadata import PackageNotFoundError, version
 
 import structlog
@@ -12,18 +13,17 @@ from baseten_operator.baseten.client import API_KEY_ENV, DEFAULT_TIMEOUT, Basete
 from baseten_operator.baseten.errors import ConfigError
 from baseten_operator.baseten.pool import BasetenClientPool, MakeClient
 from baseten_operator.config import OperatorOptions
-from baseten_operator.controller.setup import PushOutcomeRelay, setup_with_manager
+from baseten_operator.controller.setup import (
+    enqueue_push_outcome,
+    setup_with_manager,
+    work_queue,
+)
 from baseten_operator.controller.timing import Timing
 from baseten_operator.runtime.client import KubeClient
 from baseten_operator.runtime.clock import Clock, RealClock
 from baseten_operator.runtime.fence import WriteFence
 from baseten_operator.runtime.logging import configure_logging, register_secret
-from baseten_operator.runtime.manager import (
-    Manager,
-    ManagerOptions,
-    default_identity,
-    install_signal_handlers,
-)
+from baseten_operator.runtime.manager import Manager, default_identity, install_signal_handlers
 from baseten_operator.runtime.recorder import EventRecorder
 from baseten_operator.truss.pusher import TrussPusher
 
@@ -35,6 +35,10 @@ COMPONENT = "baseten-operator"
 LOST_LEASE_EXIT_GRACE = 1.0
 # A pass running longer than this many Baseten deadlines is stuck: /healthz fails.
 STUCK_PASS_DEADLINES = 2
+# Stop budgets of the services the controller uses, after its drain: the Events still
+# queued, and the push children to kill and their supervisors to wait for.
+RECORDER_FLUSH_TIMEOUT = 5.0
+PUSHER_STOP_TIMEOUT = 10.0
 
 
 def user_agent(identity: str) -> str:
@@ -74,24 +78,13 @@ def fenced_clients(make_client: MakeClient, fence: WriteFence) -> MakeClient:
     return make
 
 
-def manager_options(options: OperatorOptions) -> ManagerOptions:
-    return ManagerOptions(
-        metrics_bind_address=options.metrics_bind_address,
-        metrics_secure=options.metrics_secure,
-        metrics_cert_path=options.metrics_cert_path,
-        metrics_cert_name=options.metrics_cert_name,
-        metrics_cert_key=options.metrics_cert_key,
-        health_probe_bind_address=options.health_probe_bind_address,
-        leader_elect=options.leader_elect,
-        leader_election_id=options.leader_election_id,
+def manager_options(options: OperatorOptions) -> OperatorOptions:
+    """The options as the Manager takes them (they are ManagerOptions): an empty Lease
+    namespace is the operator's own."""
+    return replace(
+        options,
         leader_election_namespace=options.leader_election_namespace or operator_namespace(),
-        namespace=options.watch_namespace or None,
-        shutdown_timeout=options.shutdown_timeout,
     )
-
-
-def _discard(_: object) -> None:
-    """add_runnable wants a stop returning None; the flush result is only informative."""
 
 
 def build_operator(
@@ -126,17 +119,18 @@ def build_operator(
     writer = kube.fenced(manager.fence)
 
     recorder = EventRecorder(writer, COMPONENT, clock=clock)
-    manager.add_runnable(recorder.start, lambda: _discard(recorder.stop(5.0)), leader_only=True)
-    relay = PushOutcomeRelay()
+    manager.add(recorder, stop_timeout=RECORDER_FLUSH_TIMEOUT)
+    # The queue first: the pusher reports each outcome straight into it.
+    queue = work_queue(clock)
     pusher = TrussPusher(
         api_key,
         remote_url(baseten.base_url),
         max_concurrent=options.max_concurrent_pushes,
-        on_done=relay,
+        on_done=enqueue_push_outcome(queue),
         clock=clock,
         fence=manager.fence,
     )
-    manager.add_runnable(pusher.start, lambda: pusher.stop(10.0), leader_only=True)
+    manager.add(pusher, stop_timeout=PUSHER_STOP_TIMEOUT)
     pool = BasetenClientPool(
         baseten, fenced_clients(make_client or client_factory(baseten.base_url), manager.fence)
     )
@@ -150,9 +144,9 @@ def build_operator(
         clock=clock,
         timing=timing,
         pusher=pusher,
+        queue=queue,
         max_concurrent_reconciles=options.max_concurrent_reconciles,
     )
-    relay.attach(controller)
     stuck_after = STUCK_PASS_DEADLINES * options.baseten_timeout
     manager.add_liveness_check(
         "workers-responsive", lambda: controller.longest_running_pass() <= stuck_after
@@ -191,7 +185,7 @@ def run_operator(options: OperatorOptions) -> int:
     install_signal_handlers(manager)
     log.info(
         "starting operator",
-        watch_namespace=options.watch_namespace or "(all)",
+        watch_namespace=options.namespace or "(all)",
         time_scale=options.time_scale,
         leader_elect=options.leader_elect,
         require_namespace_policy=options.require_namespace_policy,

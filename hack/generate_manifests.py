@@ -1,11 +1,14 @@
-"""`make manifests`: write the BasetenModel CRD generated from the API types, and chart copies.
+"""`make manifests`: write the BasetenModel CRD generated from the API types, and the copies.
 
 Writes config/crd/bases/models.baseten.com_basetenmodels.yaml and config/crd/kustomization.yaml,
 and keeps the Helm chart (deploy/charts/baseten-operator) in step: its version and appVersion
 are the project's (pyproject.toml), and its files/ hold copies of the CRD, the manager's RBAC
 rules (config/rbac/role.yaml) and the monitoring of deploy/monitoring, since a chart's
-templates can read only files inside the chart.
-With --check, writes nothing and exits 1 when a committed file is stale.
+templates can read only files inside the chart. The sandbox's samples
+(baseten_operator/sandbox/samples, package data: an installed sandbox has no checkout) are a
+copy of config/samples, where kustomize and users find them.
+With --check, writes nothing and exits 1 when a committed file is stale (or a packaged sample
+is left over from one config/samples no longer has).
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ CHART_COPIES = {
     "files/prometheus-rules.yaml": REPO / "deploy" / "monitoring" / "prometheus-rules.yaml",
     "files/grafana-dashboard.json": REPO / "deploy" / "monitoring" / "grafana-dashboard.json",
 }
+SAMPLES_DIR = REPO / "config" / "samples"
+PACKAGED_SAMPLES_DIR = REPO / "baseten_operator" / "sandbox" / "samples"
 
 
 def kustomization_text() -> str:
@@ -57,7 +62,17 @@ def expected_files() -> dict[Path, str]:
     }
     for name, source in CHART_COPIES.items():
         files[CHART_DIR / name] = source.read_text()
+    for sample in sorted(SAMPLES_DIR.iterdir()):
+        files[PACKAGED_SAMPLES_DIR / sample.name] = sample.read_text()
     return files
+
+
+def leftover_files() -> list[Path]:
+    """Packaged samples whose original left config/samples."""
+    kept = {sample.name for sample in SAMPLES_DIR.iterdir()}
+    if not PACKAGED_SAMPLES_DIR.is_dir():
+        return []
+    return sorted(path for path in PACKAGED_SAMPLES_DIR.iterdir() if path.name not in kept)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -73,6 +88,11 @@ def main(argv: list[str] | None = None) -> int:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text)
             print(f"wrote {path.relative_to(REPO)}")
+    for path in leftover_files():
+        stale.append(path)
+        if not args.check:
+            path.unlink()
+            print(f"removed {path.relative_to(REPO)}")
     if args.check and stale:
         names = ", ".join(str(path.relative_to(REPO)) for path in stale)
         print(f"stale: {names}; run `make manifests`", file=sys.stderr)

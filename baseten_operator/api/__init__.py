@@ -5,8 +5,8 @@
 the CustomResourceDefinition in `config/crd/bases` from the types.
 
 Must not import: `baseten`, `truss`, `controller`, `sim`, `sandbox`, `cli`, `main`. From
-`runtime` only the `Resource` type, and never the kube client at import time: the CRD
-generator and the simulators load these types without the `kubernetes` package's cost.
+`runtime` only `runtime.resource` (plain data), never the kube client: the CRD generator and
+the simulators load these types without the `kubernetes` package's cost.
 """
 
 __all__ = ["constants", "crd", "types"]

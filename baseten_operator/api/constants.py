@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import Final, Literal
 
-if TYPE_CHECKING:
-    from baseten_operator.runtime.client import Resource
+from baseten_operator.runtime.resource import Resource
 
 GROUP = "models.baseten.com"
 VERSION = "v1alpha1"
@@ -19,16 +18,8 @@ SHORT_NAME = "bm"
 FINALIZER = "models.baseten.com/finalizer"
 
 
-def __getattr__(name: str) -> Any:
-    # BASETENMODELS is built on first use so that importing the API types never drags in the
-    # kube client (the CRD generator and the simulators only need the names above).
-    if name == "BASETENMODELS":
-        from baseten_operator.runtime.client import Resource
-
-        resource: Resource = Resource(GROUP, VERSION, PLURAL, KIND, True)
-        globals()["BASETENMODELS"] = resource
-        return resource
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# Plain data: naming the resource does not import the kube client (runtime/resource.py).
+BASETENMODELS = Resource(GROUP, VERSION, PLURAL, KIND, namespaced=True)
 
 
 class Mode(StrEnum):

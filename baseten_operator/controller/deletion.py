@@ -23,7 +23,7 @@ from baseten_operator.controller import messages
 from baseten_operator.controller.context import Pass
 from baseten_operator.controller.endings import RequeueAfter
 from baseten_operator.controller.ports import KubeAPI
-from baseten_operator.runtime.client import NotFound
+from baseten_operator.runtime.errors import NotFound
 
 log = structlog.get_logger(__name__)
 

@@ -20,8 +20,8 @@ from typing import Any, Protocol
 
 from baseten_operator.baseten.models import DeploymentV1, EnvironmentV1, ModelV1, RetryResult
 from baseten_operator.baseten.teams import TeamDirectory
-from baseten_operator.runtime.client import Resource
 from baseten_operator.runtime.recorder import Recorder
+from baseten_operator.runtime.resource import Resource
 from baseten_operator.truss.pusher import PushOutcome, PushRequest
 
 __all__ = [

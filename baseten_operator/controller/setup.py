@@ -27,10 +27,11 @@ from baseten_operator.controller.tenancy_watches import (
 )
 from baseten_operator.controller.timing import Timing
 from baseten_operator.controller.truss_source import setup_script_configmap
-from baseten_operator.runtime.client import CONFIGMAPS, NAMESPACES, SECRETS
 from baseten_operator.runtime.clock import Clock
 from baseten_operator.runtime.controller import Controller, Request, ignore_status_only_updates
 from baseten_operator.runtime.informer import Informer
+from baseten_operator.runtime.resource import CONFIGMAPS, NAMESPACES, SECRETS
+from baseten_operator.runtime.workqueue import RateLimitingQueue
 from baseten_operator.truss.pusher import PushOutcome
 
 CONTROLLER_NAME = "basetenmodel"
@@ -74,20 +75,21 @@ class TenancySources:
     require_policy: bool = False
 
 
-class PushOutcomeRelay:
+def work_queue(clock: Clock) -> RateLimitingQueue:
+    """The controller's queue, made before the controller: the pusher the controller's
+    passes use reports into it from its construction on (`enqueue_push_outcome`)."""
+    return RateLimitingQueue(CONTROLLER_NAME, clock=clock)
+
+
+def enqueue_push_outcome(queue: RateLimitingQueue) -> Callable[[PushOutcome], None]:
     """The pusher's on_done: enqueue the CR so the reconciler (the only status writer)
-    collects the outcome. Built before the controller, which the pusher cannot wait for."""
+    collects the outcome."""
 
-    def __init__(self) -> None:
-        self._controller: Controller | None = None
+    def enqueue(outcome: PushOutcome) -> None:
+        namespace, _, name = outcome.key.partition("/")
+        queue.add(Request(namespace, name))
 
-    def attach(self, controller: Controller) -> None:
-        self._controller = controller
-
-    def __call__(self, outcome: PushOutcome) -> None:
-        if self._controller is not None:
-            namespace, _, name = outcome.key.partition("/")
-            self._controller.enqueue(Request(namespace, name))
+    return enqueue
 
 
 def build_controller(
@@ -100,6 +102,7 @@ def build_controller(
     clock: Clock,
     timing: Timing,
     pusher: Pusher | None = None,
+    queue: RateLimitingQueue | None = None,
     max_concurrent_reconciles: int = 5,
     rng: Callable[[], float] = random.random,
     tenancy: TenancySources | None = None,
@@ -107,6 +110,7 @@ def build_controller(
     """The controller over informers not yet started (indexers must exist before the list).
 
     Without `tenancy` every CR is one tenant's: no namespace policy, no ownership rule.
+    `queue` (default: a new one) is the `work_queue` the pusher reports into.
     """
     models.add_indexer(MODEL_NAME_INDEX, model_name_index)
     models.add_indexer(SETUP_CONFIGMAP_INDEX, setup_configmap_index)
@@ -140,6 +144,7 @@ def build_controller(
         models,
         BasetenModelReconciler(deps),
         max_concurrent_reconciles=max_concurrent_reconciles,
+        queue=queue,
         clock=clock,
         # The reconciler is the only writer of status and always says when to look again.
         update_filter=ignore_status_only_updates,
@@ -166,6 +171,7 @@ def setup_with_manager(
     clock: Clock,
     timing: Timing,
     pusher: Pusher | None = None,
+    queue: RateLimitingQueue | None = None,
     max_concurrent_reconciles: int = 5,
     require_namespace_policy: bool = False,
 ) -> Controller:
@@ -188,8 +194,9 @@ def setup_with_manager(
         clock=clock,
         timing=timing,
         pusher=pusher,
+        queue=queue,
         max_concurrent_reconciles=max_concurrent_reconciles,
         tenancy=tenancy,
     )
-    manager.add_controller(controller)
+    manager.add(controller)
     return controller

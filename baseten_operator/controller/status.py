@@ -29,8 +29,8 @@ from baseten_operator.api.constants import (
 )
 from baseten_operator.api.types import BasetenModelStatus, Condition, to_wire
 from baseten_operator.controller.ports import KubeAPI
-from baseten_operator.runtime.client import Conflict, NotFound
 from baseten_operator.runtime.clock import Clock, rfc3339
+from baseten_operator.runtime.errors import Conflict, NotFound
 from baseten_operator.runtime.text import cut
 
 log = structlog.get_logger(__name__)

@@ -28,8 +28,9 @@ from baseten_operator.plan.world import (
     read_only_client_from_env,
     read_only_clients,
 )
-from baseten_operator.runtime.client import ApiError, KubeClient
+from baseten_operator.runtime.client import KubeClient
 from baseten_operator.runtime.clock import RealClock
+from baseten_operator.runtime.errors import ApiError
 from baseten_operator.runtime.logging import configure_logging
 
 # Like `terraform plan -detailed-exitcode`.

@@ -19,7 +19,8 @@ from kubernetes import config as k8s_config
 from kubernetes.config.config_exception import ConfigException
 
 from baseten_operator.api.constants import API_VERSION, KIND
-from baseten_operator.runtime.client import CONFIGMAPS, NotFound, Resource
+from baseten_operator.runtime.errors import NotFound
+from baseten_operator.runtime.resource import CONFIGMAPS, Resource
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 DEFAULT_NAMESPACE = "default"

@@ -21,7 +21,7 @@ from typing import Any
 from baseten_operator.api.constants import BASETENMODELS
 from baseten_operator.controller.ports import ObjectCache
 from baseten_operator.plan.inputs import ClusterObjects
-from baseten_operator.runtime.client import NAMESPACES, SECRETS
+from baseten_operator.runtime.resource import NAMESPACES, SECRETS
 
 POLICY_UNKNOWN_NOTE = (
     "namespace policy not checked: without --cluster no Namespace is read, so every "

@@ -3,7 +3,8 @@
 It rides on `kubernetes.client.ApiClient` for configuration, authentication and the
 connection pool, but never deserializes into the generated models: every response is
 `json.loads`-ed, which is much cheaper and works for custom resources alike.
-Errors become typed `ApiError` subclasses built from the server's `Status` body.
+Errors become the typed `ApiError` subclasses of errors.py; what a request names is a
+`Resource` (resource.py).
 """
 
 from __future__ import annotations
@@ -14,16 +15,16 @@ import json
 import os
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any, Literal
-from urllib.parse import quote
 
 import structlog
 import urllib3
 from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
 
+from baseten_operator.runtime.errors import ConnectionFailed, api_error
 from baseten_operator.runtime.fence import WriteFence
+from baseten_operator.runtime.resource import Resource
 
 log = structlog.get_logger(__name__)
 
@@ -50,155 +51,6 @@ _PATCH_CONTENT_TYPES: dict[str, str] = {
     "json": "application/json-patch+json",
     "strategic": "application/strategic-merge-patch+json",
 }
-
-
-@dataclass(frozen=True)
-class Resource:
-    group: str
-    version: str
-    plural: str
-    kind: str
-    namespaced: bool = True
-
-    @property
-    def api_version(self) -> str:
-        return f"{self.group}/{self.version}" if self.group else self.version
-
-    def path(
-        self, namespace: str | None = None, name: str | None = None, subresource: str | None = None
-    ) -> str:
-        """The request path; a namespaced resource without namespace means all namespaces."""
-        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
-        if self.namespaced and namespace:
-            base += f"/namespaces/{quote(namespace, safe='')}"
-        path = f"{base}/{self.plural}"
-        if name is not None:
-            path += f"/{quote(name, safe='')}"
-        if subresource is not None:
-            path += f"/{subresource}"
-        return path
-
-
-CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap")
-SECRETS = Resource("", "v1", "secrets", "Secret")
-EVENTS = Resource("", "v1", "events", "Event")
-NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
-LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
-CRDS = Resource(
-    "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False
-)
-
-
-class ApiError(Exception):
-    """A Kubernetes API error; `body` is the decoded `Status` object when there is one."""
-
-    def __init__(self, status: int, reason: str, message: str, body: dict[str, Any] | None = None):
-        super().__init__(f"{status} {reason}: {message}")
-        self.status = status
-        self.reason = reason
-        self.message = message
-        self.body = body
-
-
-class NotFound(ApiError):
-    pass
-
-
-class AlreadyExists(ApiError):
-    pass
-
-
-class Conflict(ApiError):
-    pass
-
-
-class Gone(ApiError):
-    """410: the requested resourceVersion is too old (history compacted): relist."""
-
-
-class Invalid(ApiError):
-    pass
-
-
-class TooManyRequests(ApiError):
-    def __init__(
-        self,
-        status: int,
-        reason: str,
-        message: str,
-        body: dict[str, Any] | None = None,
-        retry_after: float | None = None,
-    ):
-        super().__init__(status, reason, message, body)
-        self.retry_after = retry_after
-
-
-class Unauthorized(ApiError):
-    pass
-
-
-class Forbidden(ApiError):
-    pass
-
-
-class ServerError(ApiError):
-    pass
-
-
-class UnsupportedMediaType(ApiError):
-    pass
-
-
-class ConnectionFailed(ApiError):
-    """No HTTP answer at all (refused, reset, timed out): status 0."""
-
-
-_ERRORS_BY_STATUS: dict[int, type[ApiError]] = {
-    401: Unauthorized,
-    403: Forbidden,
-    404: NotFound,
-    409: Conflict,
-    410: Gone,
-    415: UnsupportedMediaType,
-    422: Invalid,
-    429: TooManyRequests,
-}
-
-
-def api_error(
-    status: int, body: dict[str, Any] | None, retry_after_header: str | None = None
-) -> ApiError:
-    """Build the typed error for an HTTP status and its (possibly absent) Status body."""
-    status_body = body if isinstance(body, dict) else None
-    reason = str((status_body or {}).get("reason") or "")
-    message = str((status_body or {}).get("message") or "")
-    if status == 409 and reason == "AlreadyExists":
-        return AlreadyExists(status, reason, message, status_body)
-    if status == 429:
-        return TooManyRequests(
-            status, reason, message, status_body, _retry_after(status_body, retry_after_header)
-        )
-    cls = _ERRORS_BY_STATUS.get(status)
-    if cls is None:
-        cls = ServerError if status >= 500 else ApiError
-    return cls(status, reason, message, status_body)
-
-
-def _retry_after(body: dict[str, Any] | None, header: str | None) -> float | None:
-    if header:
-        try:
-            return float(header)
-        except ValueError:
-            pass  # an HTTP date: fall back to the Status details
-    seconds = ((body or {}).get("details") or {}).get("retryAfterSeconds")
-    return float(seconds) if isinstance(seconds, int | float) else None
-
-
-def object_key(obj: dict[str, Any]) -> str:
-    """ "namespace/name", or just "name" for a cluster-scoped object."""
-    meta = obj.get("metadata") or {}
-    namespace = meta.get("namespace")
-    return f"{namespace}/{meta['name']}" if namespace else str(meta["name"])
 
 
 def _decode(data: bytes) -> Any:

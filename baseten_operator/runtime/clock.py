@@ -30,10 +30,6 @@ class Clock(Protocol):
         """
 
 
-def utc_datetime(clock: Clock) -> datetime:
-    return datetime.fromtimestamp(clock.now(), tz=UTC)
-
-
 def rfc3339(clock: Clock) -> str:
     """Kubernetes' timestamp form: second precision, `Z` suffix."""
     return format_rfc3339(clock.now())

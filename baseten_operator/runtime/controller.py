@@ -101,8 +101,8 @@ def ignore_status_only_updates(old: dict, new: dict) -> bool:
 
     Its own status write comes back as a watch event; reconciling on it again would
     act on a cache that may not yet show the effect of the pass that wrote it (a
-    settings PATCH Baseten applies asynchronously, a model just deleted) and repeat
-    the side effect. Spec, label, annotation, finalizer and deletion changes still
+    remote change applied asynchronously, an external object just deleted) and
+    repeat the side effect. Spec, label, annotation, finalizer and deletion changes still
     pass, and so does a resync (the same resourceVersion on both sides).
     """
     old_version = (old.get("metadata") or {}).get("resourceVersion")

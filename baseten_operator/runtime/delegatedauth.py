@@ -19,9 +19,11 @@ from typing import Any
 import structlog
 from cachetools import TTLCache
 
-from baseten_operator.runtime.client import ApiError, KubeClient, Resource
+from baseten_operator.runtime.client import KubeClient
 from baseten_operator.runtime.clock import Clock, RealClock
+from baseten_operator.runtime.errors import ApiError
 from baseten_operator.runtime.httpserver import Response
+from baseten_operator.runtime.resource import Resource
 
 _log = structlog.get_logger(__name__)
 

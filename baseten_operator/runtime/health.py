@@ -26,20 +26,14 @@ Check = Callable[[], bool]  # True when healthy; False or an exception when not
 
 
 class _CheckSet:
+    """The checks of one endpoint, fixed when the server is built."""
+
     def __init__(self, kind: str, checks: Mapping[str, Check]) -> None:
         self.kind = kind
-        self._lock = threading.Lock()
         self._checks: dict[str, Check] = {"ping": lambda: True, **checks}
 
-    def add(self, name: str, check: Check) -> None:
-        with self._lock:
-            if name in self._checks:
-                raise ValueError(f"{self.kind} check {name!r} already registered")
-            self._checks[name] = check
-
     def respond(self, path: str, query: Query) -> Response:
-        with self._lock:
-            checks = dict(self._checks)
+        checks = self._checks
         single = path.removeprefix(f"/{self.kind}").strip("/")
         if single:
             if single not in checks:
@@ -92,12 +86,6 @@ class HealthServer(RoutedHTTPServer):
             {"/healthz": self._liveness.respond, "/readyz": self._readiness.respond},
             name="health",
         )
-
-    def add_readiness_check(self, name: str, check: Check) -> None:
-        self._readiness.add(name, check)
-
-    def add_liveness_check(self, name: str, check: Check) -> None:
-        self._liveness.add(name, check)
 
     def set_shutting_down(self) -> None:
         """From now on /readyz fails with the `shutdown` check."""

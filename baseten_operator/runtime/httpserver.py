@@ -30,8 +30,8 @@ import structlog
 
 _log = structlog.get_logger(__name__)
 
-# An address with an empty host (":8080") binds every interface, as the Go operator's
-# flags of the same names do: in a pod, the kubelet's probes and Prometheus come from
+# An address with an empty host (":8080") binds every interface, as controller-runtime's
+# bind-address flags do: in a pod, the kubelet's probes and Prometheus come from
 # outside. Tests and the sandbox pass "127.0.0.1:0" explicitly.
 DEFAULT_HOST = "0.0.0.0"
 DISABLED = "0"

@@ -17,14 +17,10 @@ from typing import Any, Protocol
 
 import structlog
 
-from baseten_operator.runtime.client import (
-    Gone,
-    KubeClient,
-    Resource,
-    TooManyRequests,
-    object_key,
-)
+from baseten_operator.runtime.client import KubeClient
 from baseten_operator.runtime.clock import Clock, RealClock, sleep_unless
+from baseten_operator.runtime.errors import Gone, TooManyRequests
+from baseten_operator.runtime.resource import Resource, object_key
 
 log = structlog.get_logger(__name__)
 
@@ -252,9 +248,6 @@ class Informer:
     def get(self, namespace: str | None, name: str) -> dict[str, Any] | None:
         return self._store.get(f"{namespace}/{name}" if namespace else name)
 
-    def get_by_key(self, key: str) -> dict[str, Any] | None:
-        return self._store.get(key)
-
     def list(self, namespace: str | None = None) -> ObjectList:
         if namespace is not None:
             return self._store.by_index(NAMESPACE_INDEX, namespace)
@@ -265,6 +258,7 @@ class Informer:
 
     @property
     def last_resource_version(self) -> str | None:
+        """The resourceVersion a watch would resume from (client-go's LastSyncResourceVersion)."""
         return self._last_resource_version
 
     # -- reflector ----------------------------------------------------------------------

@@ -30,15 +30,10 @@ from typing import Any
 import structlog
 
 from baseten_operator.runtime import metrics
-from baseten_operator.runtime.client import (
-    LEASES,
-    AlreadyExists,
-    ApiError,
-    Conflict,
-    KubeClient,
-    NotFound,
-)
+from baseten_operator.runtime.client import KubeClient
 from baseten_operator.runtime.clock import Clock, RealClock, sleep_unless
+from baseten_operator.runtime.errors import AlreadyExists, ApiError, Conflict, NotFound
+from baseten_operator.runtime.resource import LEASES
 
 log = structlog.get_logger(__name__)
 

@@ -1,7 +1,7 @@
 """The manager: runs informers, probes, metrics and (once leader) controllers.
 
 Every replica keeps its informers warm so that a failover starts from a full cache.
-Only the leader runs controllers and leader-only runnables. A clean stop (SIGTERM)
+Only the leader runs what was `add`ed: controllers and the services they use. A clean stop (SIGTERM)
 stops taking work, drains in-flight passes within `shutdown_timeout`, releases the
 Lease and exits 0; a replica that loses its Lease stops its controllers at once and
 exits 1, because two replicas acting at the same time is worse than a restart.
@@ -20,13 +20,12 @@ import socket
 import threading
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 from types import FrameType
 from typing import Protocol
 
 import structlog
 
-from baseten_operator.runtime.client import KubeClient, Resource
+from baseten_operator.runtime.client import KubeClient
 from baseten_operator.runtime.clock import Clock, RealClock
 from baseten_operator.runtime.delegatedauth import DelegatedAuth
 from baseten_operator.runtime.fence import WriteFence
@@ -35,6 +34,8 @@ from baseten_operator.runtime.httpserver import parse_bind_address
 from baseten_operator.runtime.informer import Informer
 from baseten_operator.runtime.leaderelection import LeaderElector
 from baseten_operator.runtime.metrics import MetricsServer
+from baseten_operator.runtime.options import ManagerOptions
+from baseten_operator.runtime.resource import Resource
 from baseten_operator.runtime.tlscert import CertificateFiles, self_signed
 
 log = structlog.get_logger(__name__)
@@ -48,39 +49,15 @@ _WAIT_POLL_SECONDS = 0.05
 
 
 class Runnable(Protocol):
-    """What the manager needs of a controller."""
+    """What the manager runs while this replica leads: a controller, or a service it uses.
+
+    `start` returns at once (the work runs on the runnable's own threads); `stop(timeout)`
+    ends it within `timeout` seconds and returns whether it finished in that time.
+    """
 
     def start(self) -> None: ...
 
-    def stop(self, drain_timeout: float) -> bool: ...
-
-
-@dataclass
-class ManagerOptions:
-    metrics_bind_address: str = ":8080"
-    # HTTPS with TokenReview/SubjectAccessReview on every scrape (controller-runtime's
-    # SecureServing). Off by default in the library; the operator's command turns it on.
-    metrics_secure: bool = False
-    # A directory with the serving certificate and key; empty: self-signed at start.
-    metrics_cert_path: str = ""
-    metrics_cert_name: str = "tls.crt"
-    metrics_cert_key: str = "tls.key"
-    health_probe_bind_address: str = ":8081"
-    leader_elect: bool = False
-    leader_election_id: str = ""  # the Lease's name: required with leader_elect
-    leader_election_namespace: str = "default"
-    namespace: str | None = None
-    shutdown_timeout: float = 30.0
-    lease_duration: float = 15.0
-    renew_deadline: float = 10.0
-    retry_period: float = 2.0
-
-
-@dataclass(frozen=True)
-class _Runnable:
-    start: Callable[[], None]
-    stop: Callable[[], None]
-    leader_only: bool
+    def stop(self, timeout: float) -> bool: ...
 
 
 SERVICE_ACCOUNT_NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
@@ -129,8 +106,10 @@ class Manager:
         self._lease_lost = threading.Event()
         self._lock = threading.RLock()
         self._informers: dict[tuple[Resource, str | None, bool], Informer] = {}
-        self._controllers: list[Runnable] = []
-        self._runnables: list[_Runnable] = []
+        # What `add` registered: work that drains within the manager's budget, and the
+        # services it uses, each with its own stop budget.
+        self._work: list[Runnable] = []
+        self._services: list[tuple[Runnable, float]] = []
         self._elector: LeaderElector | None = None
         self._metrics_server: MetricsServer | None = None
         self._health_server: HealthServer | None = None
@@ -162,27 +141,29 @@ class Manager:
                     informer.start()
             return informer
 
-    def add_controller(self, controller: Runnable) -> None:
+    def add(self, runnable: Runnable, *, stop_timeout: float | None = None) -> None:
+        """Run `runnable` while this replica leads (at once if it already does).
+
+        Without `stop_timeout` it is work that drains (a controller): on shutdown all such
+        runnables stop together, within the drain budget (`shutdown_timeout`; nothing after
+        a lost Lease). With one it is a service that work uses (the Event recorder, a pool
+        of child processes): stopped once the work has drained, in the order added, each
+        within its own `stop_timeout`.
+        """
         with self._lock:
-            self._controllers.append(controller)
+            if stop_timeout is None:
+                self._work.append(runnable)
+            else:
+                self._services.append((runnable, stop_timeout))
             if self._leading:
-                controller.start()
+                runnable.start()
 
     def add_liveness_check(self, name: str, check: Check) -> None:
         """A check of /healthz: failing it tells the kubelet to restart the pod."""
         with self._lock:
+            if self._started:
+                raise RuntimeError("liveness checks are fixed once the manager started")
             self._liveness_checks[name] = check
-            if self._health_server is not None:
-                self._health_server.add_liveness_check(name, check)
-
-    def add_runnable(
-        self, start: Callable[[], None], stop: Callable[[], None], *, leader_only: bool = True
-    ) -> None:
-        runnable = _Runnable(start, stop, leader_only)
-        with self._lock:
-            self._runnables.append(runnable)
-            if self._leading or (self._started and not leader_only):
-                start()
 
     # -- lifecycle ----------------------------------------------------------------------
 
@@ -195,9 +176,6 @@ class Manager:
             self._start_servers()
             for informer in self._informers.values():
                 informer.start()
-            for runnable in self._runnables:
-                if not runnable.leader_only:
-                    runnable.start()
         if self.options.leader_elect:
             self._elector = LeaderElector(
                 self._lease_client,
@@ -276,12 +254,11 @@ class Manager:
             if self._stopping.is_set():
                 return
             self._leading = True
-            self._log.info("starting controllers", controllers=len(self._controllers))
-            for controller in self._controllers:
-                controller.start()
-            for runnable in self._runnables:
-                if runnable.leader_only:
-                    runnable.start()
+            self._log.info("starting controllers", controllers=len(self._work))
+            for service, _ in self._services:
+                service.start()
+            for runnable in self._work:
+                runnable.start()
 
     def _on_stopped_leading(self) -> None:
         if self._stopping.is_set():
@@ -320,11 +297,12 @@ class Manager:
             self._done.set()
 
     def _stop_leader_work(self, drain_timeout: float) -> None:
-        """Stop the controllers in parallel: none takes new work while another drains."""
+        """Stop the work in parallel (none takes new work while another drains), then the
+        services it used, which a draining pass may still need (Events, pushes)."""
         with self._lock:
             leading, self._leading = self._leading, False
-            controllers = list(self._controllers)
-            runnables = [runnable for runnable in self._runnables if runnable.leader_only]
+            controllers = list(self._work)
+            services = list(self._services)
         if not leading:
             return
         drained: dict[int, bool] = {}
@@ -344,24 +322,21 @@ class Manager:
             thread.join(max(0.0, deadline - self._clock.monotonic()) + 1.0)
         if not all(drained.get(i, False) for i in range(len(controllers))):
             self._log.warning("in-flight passes did not finish within the shutdown timeout")
-        for runnable in runnables:
-            self._stop_quietly(runnable.stop)
+        for service, stop_timeout in services:
+            self._stop_quietly(service.stop, stop_timeout)
 
     def _stop_everything_else(self) -> None:
         with self._lock:
-            runnables = [runnable for runnable in self._runnables if not runnable.leader_only]
             informers = list(self._informers.values())
-        for runnable in runnables:
-            self._stop_quietly(runnable.stop)
         for informer in informers:
             informer.stop()
         for server in (self._health_server, self._metrics_server):
             if server is not None:
                 self._stop_quietly(server.stop)
 
-    def _stop_quietly(self, stop: Callable[[], None]) -> None:
+    def _stop_quietly(self, stop: Callable[..., object], *args: float) -> None:
         try:
-            stop()
+            stop(*args)
         except Exception:
             self._log.exception("stopping a component failed")
 

@@ -22,9 +22,11 @@ import structlog
 from cachetools import LRUCache
 
 from baseten_operator.runtime import metrics
-from baseten_operator.runtime.client import EVENTS, AlreadyExists, KubeClient, NotFound
+from baseten_operator.runtime.client import KubeClient
 from baseten_operator.runtime.clock import Clock, RealClock, rfc3339
+from baseten_operator.runtime.errors import AlreadyExists, NotFound
 from baseten_operator.runtime.logging import redact
+from baseten_operator.runtime.resource import EVENTS
 from baseten_operator.runtime.text import cut
 from baseten_operator.runtime.tokenbucket import TokenBucket
 

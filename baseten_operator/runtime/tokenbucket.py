@@ -1,8 +1,8 @@
 """The one token bucket: `rate` tokens a second, at most `burst` saved up, thread-safe.
 
-Three limiters use it: the Baseten client's per-endpoint buckets and the work queue's
-overall bucket (`reserve`: everyone is served, late callers wait their turn), and the
-Event recorder's per-object spam filter (`take`: an empty bucket refuses).
+Two ways to use it: `reserve` serves everyone, late callers waiting their turn (the work
+queue's overall limit, an API client's per-endpoint limits); `take` refuses when the
+bucket is empty (the Event recorder's per-object spam filter).
 """
 
 from __future__ import annotations

@@ -4,10 +4,12 @@
 emulator, the simulator and the real operator (`main.build_operator`) in one process;
 `cluster` installs the CRD, the API-key Secret and the samples; `display`, `events` and
 `console` show the models converging; `playbook` prints ready-made commands; `tour` is the
-narrated demo; `seed` the simulated account's starting state.
+narrated demo; `seed` the simulated account's starting state; `samples/` (package data) the
+copy of config/samples it applies, so that an installed sandbox needs no checkout.
 
 At the top of the stack: it may import anything. Nothing else of the package imports it
-except `cli`, for the `sandbox` subcommand.
+except `cli`, for the `sandbox` subcommand (which says how to install it where it is absent:
+the operator image leaves it out).
 """
 
 __all__ = ["command"]

@@ -12,15 +12,9 @@ import yaml
 
 from baseten_operator.api.constants import BASETENMODELS, KIND
 from baseten_operator.api.crd import build_crd
-from baseten_operator.runtime.client import (
-    CONFIGMAPS,
-    CRDS,
-    NAMESPACES,
-    SECRETS,
-    AlreadyExists,
-    KubeClient,
-    Resource,
-)
+from baseten_operator.runtime.client import KubeClient
+from baseten_operator.runtime.errors import AlreadyExists
+from baseten_operator.runtime.resource import CONFIGMAPS, CRDS, NAMESPACES, SECRETS, Resource
 from baseten_operator.sandbox.waiting import wait_until
 
 OPERATOR_NAMESPACE = "baseten-operator-system"

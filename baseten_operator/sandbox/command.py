@@ -1,9 +1,9 @@
 """`baseten-operator sandbox`: the operator on an embedded Kubernetes emulator and Baseten sim.
 
-Interactive (the default): start everything, apply config/samples, show the models
-converging live, print a kubeconfig, the simulator's URL and ready-made commands to
-play with, and run until Ctrl-C. `--scenario tour`: the same, then a scripted,
-narrated demo of every story that ends by itself with a summary.
+Interactive (the default): start everything, apply the samples (config/samples, packaged
+with the sandbox), show the models converging live, print a kubeconfig, the simulator's URL
+and ready-made commands to play with, and run until Ctrl-C. `--scenario tour`: the same, then
+a scripted, narrated demo of every story that ends by itself with a summary.
 """
 
 from __future__ import annotations
@@ -16,8 +16,13 @@ import time
 from pathlib import Path
 from types import FrameType
 
-import baseten_operator
-from baseten_operator.cli import positive_float
+from baseten_operator.flags import (
+    HEALTH_PROBE_BIND_ADDRESS,
+    LOG_LEVEL,
+    METRICS_BIND_ADDRESS,
+    TIME_SCALE,
+    positive_float,
+)
 from baseten_operator.sandbox.cluster import apply_samples, load_samples
 from baseten_operator.sandbox.console import Console
 from baseten_operator.sandbox.display import LiveDisplay
@@ -35,46 +40,45 @@ from baseten_operator.sandbox.stack import Sandbox, SandboxSettings
 from baseten_operator.sandbox.tour import SAMPLE_CRS, Tour, ready, summary_lines
 from baseten_operator.sandbox.waiting import Interrupted, WaitTimeout, wait_until
 
-DEFAULT_TIME_SCALE = 0.02
 EXIT_OK = 0
 EXIT_TOUR_FAILED = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
-DEFAULT_SAMPLES = Path(baseten_operator.__file__).resolve().parent.parent / "config" / "samples"
+# Package data: a copy of config/samples (`make manifests` keeps it equal), so that an
+# installed sandbox finds its samples without a checkout.
+DEFAULT_SAMPLES = Path(__file__).resolve().parent / "samples"
 
 
 def add_sandbox_arguments(parser: argparse.ArgumentParser) -> None:
+    """The sandbox's flags, defaulting to SandboxSettings' defaults; those it shares with
+    `run` keep `run`'s definitions (flags.py), with the sandbox's defaults."""
+    d = SandboxSettings()
     parser.add_argument(
         "--scenario",
         choices=["tour"],
         default=None,
         help="tour: run every story as a narrated demo that ends with a summary",
     )
+    TIME_SCALE.add(parser, d.time_scale)
     parser.add_argument(
-        "--time-scale",
-        type=positive_float,
-        default=DEFAULT_TIME_SCALE,
-        help="multiply every delay of the operator and the simulator (default: %(default)s)",
-    )
-    parser.add_argument(
-        "--work-dir",
-        default=".sandbox",
-        help="where the kubeconfig and the operator's log go (default: %(default)s)",
+        "--work-dir", default=str(d.work_dir), help="where the kubeconfig and the operator's log go"
     )
     parser.add_argument("--samples", default=str(DEFAULT_SAMPLES), help="the samples directory")
-    parser.add_argument("--kube-port", type=int, default=0, help="Kubernetes emulator port")
-    parser.add_argument("--baseten-port", type=int, default=0, help="Baseten simulator port")
-    parser.add_argument("--metrics-bind-address", default="127.0.0.1:0")
-    parser.add_argument("--health-probe-bind-address", default="127.0.0.1:0")
+    parser.add_argument(
+        "--kube-port", type=int, default=d.kube_port, help="Kubernetes emulator port"
+    )
+    parser.add_argument(
+        "--baseten-port", type=int, default=d.baseten_port, help="Baseten simulator port"
+    )
+    METRICS_BIND_ADDRESS.add(parser, d.metrics_bind_address)
+    HEALTH_PROBE_BIND_ADDRESS.add(parser, d.health_probe_bind_address)
     parser.add_argument(
         "--step-timeout",
         type=positive_float,
         default=None,
-        help="bound of each wait for an outcome (default: from the time scale)",
+        help="bound in seconds of each wait for an outcome; None: from the time scale",
     )
-    parser.add_argument(
-        "--log-level", default="info", choices=["debug", "info", "warning", "error"]
-    )
+    LOG_LEVEL.add(parser, d.log_level)
 
 
 def step_timeout(time_scale: float) -> float:

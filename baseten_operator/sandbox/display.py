@@ -11,8 +11,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from baseten_operator.api.constants import BASETENMODELS, KIND, SHORT_NAME, Mode
-from baseten_operator.runtime.client import EVENTS, KubeClient
+from baseten_operator.runtime.client import KubeClient
 from baseten_operator.runtime.informer import Informer
+from baseten_operator.runtime.resource import EVENTS
 from baseten_operator.sandbox.console import Console, trim
 from baseten_operator.sandbox.events import EventLog, Occurrence
 

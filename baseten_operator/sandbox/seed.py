@@ -25,9 +25,9 @@ NEXT_CI_DEPLOYMENT = "img-1.1-wgt-1.0-p-1.4"
 
 @dataclass(frozen=True)
 class SeededAccount:
+    """What the sandbox needs to know of the seeded account (its printed commands use it)."""
+
     llm_model_id: str
-    previous_deployment_id: str
-    ci_deployment_id: str
 
 
 def seed_account(simulator: BasetenSimulator) -> SeededAccount:
@@ -39,14 +39,10 @@ def seed_account(simulator: BasetenSimulator) -> SeededAccount:
         autoscaling_settings={"min_replica": 2, "max_replica": 20},
     )
     simulator.seed_environment(model["id"], PRODUCTION, current_deployment_id=previous["id"])
-    built = simulator.seed_deployment(
+    simulator.seed_deployment(
         model["id"],
         CI_DEPLOYMENT,
         status="ACTIVE",
         autoscaling_settings={"min_replica": 1, "max_replica": 1},
     )
-    return SeededAccount(
-        llm_model_id=model["id"],
-        previous_deployment_id=previous["id"],
-        ci_deployment_id=built["id"],
-    )
+    return SeededAccount(llm_model_id=model["id"])

@@ -17,10 +17,12 @@ import structlog
 from baseten_operator.baseten.client import API_KEY_ENV, BASE_URL_ENV, BasetenClient
 from baseten_operator.config import OperatorOptions
 from baseten_operator.main import build_operator
-from baseten_operator.runtime.client import LEASES, KubeClient, NotFound
+from baseten_operator.runtime.client import KubeClient
 from baseten_operator.runtime.clock import RealClock
+from baseten_operator.runtime.errors import NotFound
 from baseten_operator.runtime.logging import configure_logging
 from baseten_operator.runtime.manager import Manager
+from baseten_operator.runtime.resource import LEASES
 from baseten_operator.sandbox import cluster
 from baseten_operator.sandbox.seed import SANDBOX_API_KEY, SeededAccount, seed_account
 from baseten_operator.sandbox.waiting import wait_until
@@ -34,10 +36,14 @@ LEADER_TIMEOUT = 20.0
 
 @dataclass(frozen=True)
 class SandboxSettings:
-    work_dir: Path
-    time_scale: float
-    kube_port: int = 0
+    """What `baseten-operator sandbox` can set; its flags default to these defaults."""
+
+    work_dir: Path = Path(".sandbox")
+    # Fast: a 5-minute wait lasts 6 seconds, in the operator and the simulator alike.
+    time_scale: float = 0.02
+    kube_port: int = 0  # 0: any free port
     baseten_port: int = 0
+    # Loopback, any free port: the sandbox's servers are for the one user at this machine.
     metrics_bind_address: str = "127.0.0.1:0"
     health_probe_bind_address: str = "127.0.0.1:0"
     log_level: str = "info"

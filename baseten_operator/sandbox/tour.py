@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 from baseten_operator.api.constants import BASETENMODELS
 from baseten_operator.baseten.metrics import BASETEN_API_REQUESTS
 from baseten_operator.controller.timing import Timing
-from baseten_operator.runtime.client import NotFound
+from baseten_operator.runtime.errors import NotFound
 from baseten_operator.sandbox.cluster import SAMPLES_NAMESPACE
 from baseten_operator.sandbox.console import Console
 from baseten_operator.sandbox.display import LiveDisplay

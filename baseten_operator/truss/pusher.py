@@ -188,17 +188,19 @@ class TrussPusher:
             self._stopped = False
             self._ensure_watchdog_locked()
 
-    def stop(self, timeout: float = 10.0) -> None:
-        """Refuse new pushes, kill the running children and wait for their supervisors."""
+    def stop(self, timeout: float = 10.0) -> bool:
+        """Refuse new pushes, kill the running children and wait for their supervisors;
+        returns whether they all ended in time."""
         with self._lock:
             self._stopped = True
             for push in self._running.values():
                 self._cancel_locked(push, "stopped")
             threads = [*self._supervisors, self._watchdog]
             self._changed.notify_all()
-        for thread in threads:
-            if thread is not None and thread is not threading.current_thread():
-                thread.join(timeout)
+        others = [t for t in threads if t is not None and t is not threading.current_thread()]
+        for thread in others:
+            thread.join(timeout)
+        return not any(thread.is_alive() for thread in others)
 
     # --- internals ------------------------------------------------------------------------
 

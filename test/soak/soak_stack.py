@@ -35,7 +35,7 @@ from e2e_harness import (
 )
 
 STARTUP_TIMEOUT = 30.0
-# client-go's defaults, which the manager uses (runtime/manager.py ManagerOptions).
+# client-go's defaults, which the manager uses (runtime/options.py ManagerOptions).
 LEASE_DURATION = 15.0
 RENEW_DEADLINE = 10.0
 # The identity a replica sends in `User-Agent: baseten-operator/<version> (<identity>)`.

@@ -32,18 +32,12 @@ from baseten_operator.config import OperatorOptions
 from baseten_operator.controller.setup import CONTROLLER_NAME
 from baseten_operator.main import build_operator
 from baseten_operator.runtime import metrics
-from baseten_operator.runtime.client import (
-    CONFIGMAPS,
-    CRDS,
-    EVENTS,
-    NAMESPACES,
-    ApiError,
-    KubeClient,
-    NotFound,
-)
+from baseten_operator.runtime.client import KubeClient
 from baseten_operator.runtime.clock import RealClock
+from baseten_operator.runtime.errors import ApiError, NotFound
 from baseten_operator.runtime.informer import Informer
 from baseten_operator.runtime.manager import Manager
+from baseten_operator.runtime.resource import CONFIGMAPS, CRDS, EVENTS, NAMESPACES
 from baseten_operator.sim.baseten import BasetenSimulator
 from baseten_operator.sim.baseten.engine import LifecycleDurations
 from baseten_operator.sim.baseten.http import Request, Response

@@ -40,18 +40,12 @@ from baseten_operator.controller.tenancy import Tenancy
 from baseten_operator.controller.timing import Timing
 from baseten_operator.main import client_factory, remote_url
 from baseten_operator.plan.render import SCHEMA_PATH
-from baseten_operator.runtime.client import (
-    CONFIGMAPS,
-    CRDS,
-    NAMESPACES,
-    SECRETS,
-    ApiError,
-    KubeClient,
-    NotFound,
-)
+from baseten_operator.runtime.client import KubeClient
 from baseten_operator.runtime.clock import RealClock
 from baseten_operator.runtime.controller import Request, TerminalError
+from baseten_operator.runtime.errors import ApiError, NotFound
 from baseten_operator.runtime.recorder import EventRecorder
+from baseten_operator.runtime.resource import CONFIGMAPS, CRDS, NAMESPACES, SECRETS
 from baseten_operator.sim.baseten import BasetenSimulator
 from baseten_operator.sim.baseten.engine import LifecycleDurations
 from baseten_operator.sim.baseten.http import Request as SimRequest

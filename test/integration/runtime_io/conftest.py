@@ -11,7 +11,9 @@ from typing import Any
 
 import pytest
 
-from baseten_operator.runtime.client import NAMESPACES, ConnectionFailed, KubeClient
+from baseten_operator.runtime.client import KubeClient
+from baseten_operator.runtime.errors import ConnectionFailed
+from baseten_operator.runtime.resource import NAMESPACES
 from baseten_operator.sim.kube import KubeApiServer
 
 

@@ -8,20 +8,18 @@ from typing import Any
 
 import pytest
 
-from baseten_operator.runtime.client import (
-    CONFIGMAPS,
-    CRDS,
+from baseten_operator.runtime.errors import (
     AlreadyExists,
     Conflict,
     ConnectionFailed,
     Gone,
     NotFound,
-    Resource,
     ServerError,
     TooManyRequests,
     UnsupportedMediaType,
 )
 from baseten_operator.runtime.fence import NotLeader, WriteFence
+from baseten_operator.runtime.resource import CONFIGMAPS, CRDS, Resource
 from baseten_operator.sim.kube import KubeApiServer
 
 WIDGETS = Resource("io.example.com", "v1", "widgets", "Widget")

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from baseten_operator.runtime.client import CONFIGMAPS
 from baseten_operator.runtime.informer import Informer
+from baseten_operator.runtime.resource import CONFIGMAPS
 from baseten_operator.sim.kube import KubeApiServer
 
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from baseten_operator.runtime.client import LEASES
 from baseten_operator.runtime.leaderelection import ACQUIRE_JITTER, LeaderElector
+from baseten_operator.runtime.resource import LEASES
 
 LEASE, RENEW, RETRY = 2.0, 1.0, 0.2
 # The longest a candidate sleeps between attempts (jittered acquire loop).

@@ -13,9 +13,10 @@ from typing import Any
 
 import pytest
 
-from baseten_operator.runtime.client import CONFIGMAPS
 from baseten_operator.runtime.controller import Controller, Request, Result
-from baseten_operator.runtime.manager import Manager, ManagerOptions, install_signal_handlers
+from baseten_operator.runtime.manager import Manager, install_signal_handlers
+from baseten_operator.runtime.options import ManagerOptions
+from baseten_operator.runtime.resource import CONFIGMAPS
 
 
 class RecordingReconciler:
@@ -78,7 +79,7 @@ def make_manager(
         reconciler = RecordingReconciler()
         informer = manager.informer(CONFIGMAPS)
         name = f"cm-{uuid.uuid4().hex[:6]}"
-        manager.add_controller(Controller(name, informer, reconciler, max_concurrent_reconciles=1))
+        manager.add(Controller(name, informer, reconciler, max_concurrent_reconciles=1))
         managers.append((manager, client))
         return manager, reconciler, client
 

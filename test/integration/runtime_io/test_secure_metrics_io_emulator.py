@@ -13,10 +13,11 @@ import pytest
 import requests
 import urllib3
 
-from baseten_operator.runtime.client import KubeClient, Resource
+from baseten_operator.runtime.client import KubeClient
 from baseten_operator.runtime.clock import FakeClock
 from baseten_operator.runtime.delegatedauth import CACHE_TTL, DelegatedAuth
 from baseten_operator.runtime.metrics import MetricsServer
+from baseten_operator.runtime.resource import Resource
 from baseten_operator.runtime.tlscert import self_signed
 from baseten_operator.sim.kube import KubeApiServer
 

@@ -8,8 +8,9 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,16 +20,25 @@ TEST_TIME_SCALE = "0.015"
 
 
 class SandboxProcess:
-    """A running sandbox whose stdout is read line by line in the background."""
+    """A running sandbox whose stdout is read line by line in the background.
 
-    def __init__(self, args: list[str], cwd: Path) -> None:
+    `command` is the `baseten-operator` to run (default: this checkout's, as a module).
+    """
+
+    def __init__(
+        self,
+        args: list[str],
+        cwd: Path,
+        command: Sequence[str] = (sys.executable, "-m", "baseten_operator.cli"),
+        env: Mapping[str, str] = os.environ,
+    ) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "baseten_operator.cli", "sandbox", *args],
+            [*command, "sandbox", *args],
             cwd=cwd,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            env={**env, "PYTHONUNBUFFERED": "1"},
         )
         self.lines: list[str] = []
         self._queue: queue.Queue[str | None] = queue.Queue()
@@ -74,10 +84,12 @@ class SandboxProcess:
 def run_sandbox(tmp_path: Path) -> Iterator[Callable[..., SandboxProcess]]:
     started: list[SandboxProcess] = []
 
-    def start(*args: str) -> SandboxProcess:
+    def start(*args: str, **how: Any) -> SandboxProcess:
+        """`how`: SandboxProcess's `command` and `env`."""
         sandbox = SandboxProcess(
             ["--work-dir", str(tmp_path / "work"), "--time-scale", TEST_TIME_SCALE, *args],
             tmp_path,
+            **how,
         )
         started.append(sandbox)
         return sandbox

@@ -37,9 +37,9 @@ from baseten_operator.controller.ownership import claim_index
 from baseten_operator.controller.reconciler import BasetenModelReconciler
 from baseten_operator.controller.tenancy import Tenancy
 from baseten_operator.controller.timing import Timing
-from baseten_operator.runtime.client import Conflict, NotFound
 from baseten_operator.runtime.clock import FakeClock
 from baseten_operator.runtime.controller import Request, Result
+from baseten_operator.runtime.errors import Conflict, NotFound
 from baseten_operator.runtime.recorder import FakeRecorder
 from baseten_operator.truss.pusher import PushOutcome, PushRequest
 

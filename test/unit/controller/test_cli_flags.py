@@ -1,6 +1,10 @@
-"""The secure-metrics flags of `baseten-operator run`, spelled as controller-runtime's."""
+"""The flags of `baseten-operator run` (the secure-metrics ones spelled as
+controller-runtime's) and of the sandbox: their defaults, and one definition of each."""
 
 from __future__ import annotations
+
+import argparse
+from dataclasses import asdict, fields
 
 import pytest
 
@@ -58,3 +62,91 @@ def test_certificate_flags_reach_the_manager() -> None:
 def test_a_non_boolean_is_a_usage_error() -> None:
     with pytest.raises(SystemExit):
         _options("--metrics-secure=maybe")
+
+
+# What `run` and the sandbox default to: pinned, so that moving a default cannot change it.
+RUN_DEFAULTS = {
+    "metrics_bind_address": ":8443",
+    "metrics_secure": True,
+    "metrics_cert_path": "",
+    "metrics_cert_name": "tls.crt",
+    "metrics_cert_key": "tls.key",
+    "enable_http2": False,
+    "health_probe_bind_address": ":8081",
+    "leader_elect": False,
+    "leader_election_id": "020848ba.baseten.com",
+    "leader_election_namespace": "",
+    "namespace": None,
+    "max_concurrent_reconciles": 5,
+    "max_concurrent_pushes": 4,
+    "log_level": "info",
+    "log_format": "json",
+    "time_scale": 1.0,
+    "kubeconfig": None,
+    "shutdown_timeout": 30.0,
+    "baseten_timeout": 30.0,
+    "require_namespace_policy": False,
+    # The Lease timings have no flag: client-go's defaults, from the manager's options.
+    "lease_duration": 15.0,
+    "renew_deadline": 10.0,
+    "retry_period": 2.0,
+}
+SANDBOX_DEFAULTS = {
+    "time_scale": 0.02,
+    "work_dir": ".sandbox",
+    "kube_port": 0,
+    "baseten_port": 0,
+    "metrics_bind_address": "127.0.0.1:0",
+    "health_probe_bind_address": "127.0.0.1:0",
+    "log_level": "info",
+    "scenario": None,
+    "step_timeout": None,
+}
+SHARED_FLAGS = (
+    "--time-scale",
+    "--metrics-bind-address",
+    "--health-probe-bind-address",
+    "--log-level",
+)
+
+
+def subcommand(name: str) -> argparse.ArgumentParser:
+    commands = build_parser()._subparsers._group_actions[0]  # type: ignore[union-attr]
+    parser: argparse.ArgumentParser = commands.choices[name]  # type: ignore[attr-defined]
+    return parser
+
+
+def test_run_defaults_are_the_operators() -> None:
+    assert asdict(_options()) == RUN_DEFAULTS
+
+
+def test_the_manager_gets_the_run_options_with_the_lease_in_the_pods_namespace(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("POD_NAMESPACE", "ops")
+    assert manager_options(_options()).leader_election_namespace == "ops"
+    assert manager_options(_options("--leader-election-namespace=leases")) == _options(
+        "--leader-election-namespace=leases"
+    )
+
+
+def test_every_run_flag_sets_an_option_and_none_is_dropped() -> None:
+    dests = {action.dest for action in subcommand("run")._actions if action.dest != "help"}
+    assert dests <= {field.name for field in fields(OperatorOptions)}
+    options = _options("--watch-namespace=models", "--log-level=debug", "--time-scale=0.5")
+    assert (options.namespace, options.log_level, options.time_scale) == ("models", "debug", 0.5)
+    assert _options("--watch-namespace=").namespace is None  # empty: every namespace
+
+
+def test_sandbox_defaults_are_its_own() -> None:
+    parsed = vars(build_parser().parse_args(["sandbox"]))
+    assert {key: parsed[key] for key in SANDBOX_DEFAULTS} == SANDBOX_DEFAULTS
+
+
+@pytest.mark.parametrize("flag", SHARED_FLAGS)
+def test_a_flag_of_run_and_the_sandbox_is_defined_once(flag: str) -> None:
+    def definition(command: str) -> tuple[object, ...]:
+        (action,) = [a for a in subcommand(command)._actions if flag in a.option_strings]
+        return action.dest, action.type, action.choices, action.help, action.nargs
+
+    assert definition("run") == definition("sandbox")

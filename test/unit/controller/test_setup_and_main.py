@@ -1,4 +1,5 @@
-"""Wiring: indexes, the ConfigMap watch, the push relay, and run_operator's config errors."""
+"""Wiring: indexes, the ConfigMap watch, push outcomes into the queue, and run_operator's
+config errors."""
 
 from __future__ import annotations
 
@@ -14,9 +15,10 @@ from baseten_operator.controller.ownership import CLAIM_INDEX
 from baseten_operator.controller.setup import (
     MODEL_NAME_INDEX,
     SETUP_CONFIGMAP_INDEX,
-    PushOutcomeRelay,
     TenancySources,
     build_controller,
+    enqueue_push_outcome,
+    work_queue,
 )
 from baseten_operator.controller.timing import Timing
 from baseten_operator.main import build_operator, remote_url, run_operator
@@ -64,7 +66,12 @@ def model(name: str, configmap: str | None) -> dict[str, Any]:
     return {"metadata": {"namespace": "ns", "name": name}, "spec": spec}
 
 
-def build(models: FakeInformer, configmaps: FakeInformer, tenancy: TenancySources | None = None):
+def build(
+    models: FakeInformer,
+    configmaps: FakeInformer,
+    tenancy: TenancySources | None = None,
+    queue: Any = None,
+):
     return build_controller(
         models=models,  # type: ignore[arg-type]
         configmaps=configmaps,  # type: ignore[arg-type]
@@ -74,6 +81,7 @@ def build(models: FakeInformer, configmaps: FakeInformer, tenancy: TenancySource
         clock=FakeClock(),
         timing=Timing(),
         tenancy=tenancy,
+        queue=queue,
     )
 
 
@@ -100,15 +108,13 @@ def test_configmap_change_enqueues_every_model_using_it() -> None:
     assert queued == {Request("ns", "a"), Request("ns", "b")}
 
 
-def test_push_outcome_relay_enqueues_the_model() -> None:
-    controller = build(FakeInformer(), FakeInformer())
-    relay = PushOutcomeRelay()
-    outcome = PushOutcome("ns/a", "depl-x", True, None, "m1", "d1", 1.0)
-    relay(outcome)  # not attached yet: dropped, not an error
-    relay.attach(controller)
-    relay(outcome)
-    item, _ = controller.queue.get()
-    assert item == Request("ns", "a")
+def test_a_push_outcome_enqueues_the_model_on_the_controllers_queue() -> None:
+    queue = work_queue(FakeClock())
+    report = enqueue_push_outcome(queue)  # what the pusher gets, before the controller exists
+    controller = build(FakeInformer(), FakeInformer(), queue=queue)
+    assert controller.queue is queue
+    report(PushOutcome("ns/a", "depl-x", True, None, "m1", "d1", 1.0))
+    assert drain(controller) == {Request("ns", "a")}
 
 
 def test_remote_url_drops_v1() -> None:
@@ -158,7 +164,8 @@ def test_a_pass_stuck_for_two_baseten_deadlines_fails_liveness(
         clock=clock,
     )
     responsive = manager._liveness_checks["workers-responsive"]
-    queue = manager._controllers[0].queue
+    (controller,) = manager._work
+    queue = controller.queue  # type: ignore[attr-defined]
     assert responsive()
     queue.add(Request("ns", "slow"))
     queue.get()  # a worker took it and is still in its pass

@@ -653,7 +653,7 @@ def test_rendered_arguments_are_the_operators_flags(values: Obj) -> None:
     assert options.health_probe_bind_address == ":8081"
     port = merged["metrics"]["port"] if merged["metrics"]["enabled"] else None
     assert options.metrics_bind_address == (f":{port}" if port else "0")
-    assert options.watch_namespace == merged["watchNamespace"]
+    assert (options.namespace or "") == merged["watchNamespace"]  # empty: every namespace
     if merged.get("maxConcurrentReconciles"):
         assert options.max_concurrent_reconciles == merged["maxConcurrentReconciles"]
     if merged["logging"]["level"]:

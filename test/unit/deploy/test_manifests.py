@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from baseten_operator.api.constants import BASETENMODELS
-from baseten_operator.runtime.client import (
+from baseten_operator.runtime.resource import (
     CONFIGMAPS,
     EVENTS,
     LEASES,

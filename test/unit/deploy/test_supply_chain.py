@@ -1,13 +1,13 @@
 """The supply chain, checked without a Docker engine: the lock files match pyproject.toml
 and carry hashes, the Dockerfile installs only what they pin from a base image pinned by
-digest, and the wheel it installs holds the operator alone (no simulators, no sandbox)."""
+digest, and the wheel it installs (built from the context .dockerignore leaves) holds the
+operator alone (no simulators, no sandbox)."""
 
 from __future__ import annotations
 
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import sysconfig
@@ -19,8 +19,10 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
+from wheels import build_wheel, copy_sources
 
 REPO = Path(__file__).resolve().parents[3]
+DOCKERIGNORE = REPO / ".dockerignore"
 LOCK = REPO / "requirements.lock"
 BUILD_LOCK = REPO / "requirements-build.lock"
 DOCKERFILE = REPO / "Dockerfile"
@@ -153,24 +155,55 @@ def dockerfile_sources() -> list[str]:
     return sources
 
 
+def dockerignore_pattern(pattern: str) -> re.Pattern[str]:
+    """A .dockerignore pattern as a regex over context-relative paths: `**` spans
+    directories, `*` and `?` stay within one (Go's filepath.Match, as Docker uses it)."""
+    regex = ""
+    for part in re.split(r"(\*\*/?|\*|\?)", pattern.strip("/")):
+        if part.startswith("**"):
+            regex += "(?:.*/)?" if part.endswith("/") else ".*"
+        elif part == "*":
+            regex += "[^/]*"
+        elif part == "?":
+            regex += "[^/]"
+        else:
+            regex += re.escape(part)
+    return re.compile(regex)
+
+
+def dockerignored() -> list[re.Pattern[str]]:
+    lines = [line.strip() for line in DOCKERIGNORE.read_text().splitlines()]
+    patterns = [line for line in lines if line and not line.startswith("#")]
+    assert not [p for p in patterns if p.startswith("!")], "exceptions are not interpreted here"
+    return [dockerignore_pattern(pattern) for pattern in patterns]
+
+
+def sent_to_docker(path: str, patterns: list[re.Pattern[str]]) -> bool:
+    """Whether the build context holds `path`: neither it nor a directory above it is ignored."""
+    parts = path.split("/")
+    prefixes = ["/".join(parts[: n + 1]) for n in range(len(parts))]
+    return not any(p.fullmatch(prefix) for p in patterns for prefix in prefixes)
+
+
+def test_the_dockerignore_reading_follows_dockers_rules() -> None:
+    patterns = [dockerignore_pattern(p) for p in ("test", "**/__pycache__", "*.egg-info", "a/b")]
+    assert not sent_to_docker("test/unit/x.py", patterns)
+    assert sent_to_docker("baseten_operator/test_x.py", patterns)  # anchored at the root
+    assert not sent_to_docker("baseten_operator/api/__pycache__/x.pyc", patterns)
+    assert not sent_to_docker("baseten_operator.egg-info/PKG-INFO", patterns)
+    assert sent_to_docker("x/baseten_operator.egg-info", patterns)  # `*` stays in one level
+    assert not sent_to_docker("a/b/c", patterns) and sent_to_docker("a/bc", patterns)
+
+
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The wheel the Dockerfile builds, from exactly what it copies."""
+    """The wheel the Dockerfile builds: from what it copies, as the context holds it."""
     context = tmp_path_factory.mktemp("context")
-    for source in dockerfile_sources():
-        origin = REPO / source
-        if origin.is_dir():
-            shutil.copytree(origin, context / source, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy(origin, context / source)
-    out = tmp_path_factory.mktemp("wheels")
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-         "--wheel-dir", str(out), str(context)],
-        check=True, capture_output=True, timeout=300,
-    )  # fmt: skip
-    (built,) = out.glob("baseten_operator-*.whl")
-    return built
+    patterns = dockerignored()
+    copy_sources(
+        dockerfile_sources(), context, excluded=lambda path: not sent_to_docker(path, patterns)
+    )
+    return build_wheel(context, tmp_path_factory.mktemp("wheels"))
 
 
 def test_the_dockerfile_builds_the_wheel_from_the_package_and_its_metadata() -> None:
@@ -215,6 +248,13 @@ parser = build_parser()
 commands = parser._subparsers._group_actions[0].choices
 print(json.dumps(sorted(commands)))
 """
+RUN_THE_SANDBOX = r"""
+import sys
+sys.path[:0] = [sys.argv[1]]
+sys.path.append(sys.argv[2])
+from baseten_operator.cli import main
+sys.exit(main(["sandbox", "--time-scale", "0.1"]))
+"""
 
 
 def test_the_installed_operator_needs_nothing_the_wheel_leaves_out(
@@ -233,7 +273,17 @@ def test_the_installed_operator_needs_nothing_the_wheel_leaves_out(
         env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout) == ["crd", "plan", "run"]  # no `sandbox` without its package
+    # `sandbox` is there to say how to get it, not to run.
+    assert json.loads(done.stdout) == ["crd", "plan", "run", "sandbox"]
+    sandbox = subprocess.run(
+        [sys.executable, "-S", "-c", RUN_THE_SANDBOX, str(tmp_path),
+         sysconfig.get_paths()["purelib"]],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+    )  # fmt: skip
+    assert sandbox.returncode == 2
+    assert "the sandbox is not installed here" in sandbox.stderr
+    assert "pip install '.[sim]'" in sandbox.stderr
 
 
 # --------------------------------------------------------------------------- SBOM

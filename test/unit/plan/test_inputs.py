@@ -16,7 +16,7 @@ from baseten_operator.plan.inputs import (
     from_manifests,
     read_manifests,
 )
-from baseten_operator.runtime.client import NotFound
+from baseten_operator.runtime.errors import NotFound
 
 
 def model(name: str, namespace: str | None = None) -> dict[str, Any]:

@@ -7,9 +7,10 @@ from typing import Any
 
 import pytest
 
-from baseten_operator.runtime.client import AlreadyExists, NotFound, Resource, ServerError
 from baseten_operator.runtime.clock import FakeClock
+from baseten_operator.runtime.errors import AlreadyExists, NotFound, ServerError
 from baseten_operator.runtime.recorder import EventRecorder, FakeRecorder
+from baseten_operator.runtime.resource import Resource
 
 Sample = Callable[..., float]
 

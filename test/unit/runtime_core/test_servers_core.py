@@ -135,23 +135,25 @@ def test_readyz_fails_naming_the_check_until_it_passes(
     assert fetch(health.bound_address, "/readyz/unknown")[0] == 404
 
 
-def test_a_raising_check_fails_and_shutdown_fails_readiness_only(
-    health: HealthServer, synced: dict[str, bool]
-) -> None:
-    synced["caches"] = True
-
+def test_a_raising_check_fails_and_shutdown_fails_readiness_only() -> None:
     def leader_election() -> bool:
         raise RuntimeError("lease renew overdue")
 
-    health.add_readiness_check("leader-election", leader_election)
-    status, body = fetch(health.bound_address, "/readyz")
-    assert status == 500 and "[-]leader-election failed" in body
-    assert "lease renew overdue" not in body  # reasons are withheld, as Kubernetes does
-    assert fetch(health.bound_address, "/healthz") == (200, "ok")
-    health.set_shutting_down()
-    status, body = fetch(health.bound_address, "/readyz?exclude=leader-election")
-    assert status == 500 and "[-]shutdown failed" in body
-    assert fetch(health.bound_address, "/healthz") == (200, "ok")
+    health = HealthServer(
+        "127.0.0.1:0", {"informer-sync": lambda: True, "leader-election": leader_election}
+    )
+    health.start()
+    try:
+        status, body = fetch(health.bound_address, "/readyz")
+        assert status == 500 and "[-]leader-election failed" in body
+        assert "lease renew overdue" not in body  # reasons are withheld, as Kubernetes does
+        assert fetch(health.bound_address, "/healthz") == (200, "ok")
+        health.set_shutting_down()
+        status, body = fetch(health.bound_address, "/readyz?exclude=leader-election")
+        assert status == 500 and "[-]shutdown failed" in body
+        assert fetch(health.bound_address, "/healthz") == (200, "ok")
+    finally:
+        health.stop()
 
 
 def test_liveness_checks_fail_healthz() -> None:

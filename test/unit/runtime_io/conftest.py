@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from baseten_operator.runtime.client import AlreadyExists, Conflict, NotFound, Resource
 from baseten_operator.runtime.clock import FakeClock
+from baseten_operator.runtime.errors import AlreadyExists, Conflict, NotFound
+from baseten_operator.runtime.resource import Resource
 
 END = object()  # a clean end of the watch stream (the server's timeout)
 

@@ -10,27 +10,21 @@ import pytest
 import urllib3
 from kubernetes.config.config_exception import ConfigException
 
-from baseten_operator.runtime.client import (
-    CONFIGMAPS,
-    CONNECT_RETRIES,
-    CRDS,
-    LEASES,
+from baseten_operator.runtime.client import CONNECT_RETRIES, KubeClient, WatchStream
+from baseten_operator.runtime.errors import (
     AlreadyExists,
     ApiError,
     Conflict,
     ConnectionFailed,
     Gone,
     Invalid,
-    KubeClient,
     NotFound,
-    Resource,
     ServerError,
     TooManyRequests,
     UnsupportedMediaType,
-    WatchStream,
     api_error,
-    object_key,
 )
+from baseten_operator.runtime.resource import CONFIGMAPS, CRDS, LEASES, Resource, object_key
 
 
 def test_paths_for_core_group_namespaced_and_cluster_scoped() -> None:

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from baseten_operator.runtime import metrics
-from baseten_operator.runtime.client import Conflict, ServerError
 from baseten_operator.runtime.clock import FakeClock
+from baseten_operator.runtime.errors import Conflict, ServerError
 from baseten_operator.runtime.leaderelection import LeaderElector, lease_time
 
 MICRO_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")

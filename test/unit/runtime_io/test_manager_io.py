@@ -10,15 +10,16 @@ from typing import Any
 import pytest
 
 from baseten_operator.runtime import manager as manager_module
-from baseten_operator.runtime.client import CONFIGMAPS, NAMESPACES, ServerError
 from baseten_operator.runtime.clock import FakeClock
+from baseten_operator.runtime.errors import ServerError
 from baseten_operator.runtime.fence import NotLeader
 from baseten_operator.runtime.manager import (
     EXIT_LOST_LEASE,
     Manager,
-    ManagerOptions,
     lease_namespace,
 )
+from baseten_operator.runtime.options import ManagerOptions
+from baseten_operator.runtime.resource import CONFIGMAPS, NAMESPACES
 
 
 def test_lease_namespace_prefers_configuration_then_the_pod_namespace(
@@ -49,6 +50,19 @@ def test_stop_before_start_finishes_with_exit_code_0(list_watch_client: Any) -> 
     manager.stop()
     assert manager.wait() == 0
     assert not manager.is_leader
+
+
+class StuckStopping:
+    """A runnable whose stop blocks until `release` is set, whatever its timeout."""
+
+    def __init__(self, release: threading.Event) -> None:
+        self.release = release
+
+    def start(self) -> None:
+        pass
+
+    def stop(self, timeout: float) -> bool:
+        return self.release.wait(30)
 
 
 def leading_manager(list_watch_client: Any, lease_client: Any, clock: FakeClock) -> Manager:
@@ -85,7 +99,7 @@ def test_a_replica_that_lost_its_lease_returns_within_the_grace_even_if_stuck_st
     clock = FakeClock()
     manager = leading_manager(list_watch_client, lease_client, clock)
     never = threading.Event()
-    manager.add_runnable(lambda: None, lambda: never.wait(30), leader_only=True)
+    manager.add(StuckStopping(never))
     manager.start()
     advance_until(clock, lambda: manager.is_leader, step=0.5)
     lease_client.fail = lambda verb: ServerError(500, "InternalError", "etcd down")
@@ -108,4 +122,65 @@ def test_a_shutdown_closes_the_fence(list_watch_client: Any) -> None:
     manager.stop()
     with pytest.raises(NotLeader, match="shutting down"):
         manager.fence.check("PUT status")
+    assert manager.wait() == 0
+
+
+class Recorded:
+    """A runnable that writes its starts and stops (with their timeouts) to a shared log."""
+
+    def __init__(self, name: str, log: list[tuple[str, str, float | None]]) -> None:
+        self.name = name
+        self.log = log
+
+    def start(self) -> None:
+        self.log.append(("start", self.name, None))
+
+    def stop(self, timeout: float) -> bool:
+        self.log.append(("stop", self.name, timeout))
+        return True
+
+
+def test_work_drains_first_then_each_service_stops_within_its_own_budget(
+    list_watch_client: Any,
+) -> None:
+    log: list[tuple[str, str, float | None]] = []
+    manager = Manager(
+        list_watch_client,
+        ManagerOptions(
+            metrics_bind_address="0", health_probe_bind_address="0", shutdown_timeout=7.0
+        ),
+        identity="solo",
+    )
+    manager.add(Recorded("events", log), stop_timeout=5.0)
+    manager.add(Recorded("pushes", log), stop_timeout=10.0)
+    manager.add(Recorded("controller", log))
+    manager.start()  # no leader election: leading at once
+    late = Recorded("late-controller", log)
+    manager.add(late)  # added while leading: started at once
+    assert log == [
+        ("start", "events", None),
+        ("start", "pushes", None),
+        ("start", "controller", None),
+        ("start", "late-controller", None),
+    ]
+    log.clear()
+    manager.stop()
+    assert manager.wait() == 0
+    # The controllers drain together (any order) within shutdown_timeout; the services
+    # they use stop only then, in the order added, each with its own budget.
+    assert sorted(log[:2]) == [("stop", "controller", 7.0), ("stop", "late-controller", 7.0)]
+    assert log[2:] == [("stop", "events", 5.0), ("stop", "pushes", 10.0)]
+
+
+def test_liveness_checks_are_registered_before_the_start(list_watch_client: Any) -> None:
+    manager = Manager(
+        list_watch_client,
+        ManagerOptions(metrics_bind_address="0", health_probe_bind_address="0"),
+        identity="solo",
+    )
+    manager.add_liveness_check("workers", lambda: True)
+    manager.start()
+    with pytest.raises(RuntimeError, match="fixed once the manager started"):
+        manager.add_liveness_check("late", lambda: True)
+    manager.stop()
     assert manager.wait() == 0

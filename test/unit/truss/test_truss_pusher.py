@@ -231,7 +231,7 @@ def test_stop_kills_children_and_refuses_new_pushes(harness: Harness, tmp_path: 
     wait_for(lambda: all(p.exists() and p.read_text() != "" for p in pid_files))
     pids = [int(p.read_text()) for p in pid_files]
 
-    harness.pusher.stop(10)
+    assert harness.pusher.stop(10)  # the supervisors of the killed children all ended
     errors = {harness.next_outcome().error, harness.next_outcome().error}
     assert errors == {"cancelled: the operator is shutting down"}
     assert not any(is_alive(pid) for pid in pids)
@@ -316,3 +316,21 @@ def test_an_error_echoing_the_key_encoded_is_redacted(harness: Harness) -> None:
     assert harness.pusher.launch(request("ns/echo", "echo"))
     outcome = harness.next_outcome()
     assert outcome.error == "bad request echoing <redacted> <redacted>"
+
+
+def test_stop_says_when_a_supervisor_outlived_its_timeout() -> None:
+    """The manager stops the pusher with a budget; a stuck callback shows as not stopped."""
+    entered, release = threading.Event(), threading.Event()
+
+    def stuck(outcome: PushOutcome) -> None:
+        entered.set()
+        release.wait(15)
+
+    pusher = TrussPusher(
+        API_KEY, "http://x", on_done=stuck, child_argv=[sys.executable, "-c", FAKE_CHILD]
+    )
+    assert pusher.launch(request("ns/a", "ok"))
+    assert entered.wait(15)
+    assert pusher.stop(0.05) is False
+    release.set()
+    assert pusher.stop(10) is True

@@ -1,0 +1,79 @@
+"""Command-line flag types, and the flags `run` and `sandbox` share.
+
+A shared flag is defined once here (name, type, choices, help); each command adds it with
+its own default (`Flag.add`): `run` defaults to a pod's values (`config.OperatorOptions`),
+the sandbox to loopback addresses and a fast clock.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
+def positive_float(text: str) -> float:
+    value = float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {text}")
+    return value
+
+
+def namespace_or_all(text: str) -> str | None:
+    """A namespace flag: empty means every namespace, as the flag's absence does."""
+    return text or None
+
+
+def flag_bool(text: str) -> bool:
+    """Go flag syntax for booleans: `--flag`, `--flag=true`, `--flag=false`."""
+    lowered = text.strip().lower()
+    if lowered in ("true", "1", "t", "yes"):
+        return True
+    if lowered in ("false", "0", "f", "no"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text}")
+
+
+def add_bool_flag(parser: argparse.ArgumentParser, name: str, default: bool, help: str) -> None:
+    parser.add_argument(
+        name, type=flag_bool, nargs="?", const=True, default=default, metavar="BOOL", help=help
+    )
+
+
+@dataclass(frozen=True)
+class Flag:
+    """A flag more than one command takes: everything but its default."""
+
+    name: str
+    help: str | None = None
+    type: Callable[[str], Any] = str
+    choices: tuple[str, ...] | None = None
+
+    def add(self, parser: argparse.ArgumentParser, default: Any) -> None:
+        parser.add_argument(
+            self.name, type=self.type, choices=self.choices, default=default, help=self.help
+        )
+
+
+METRICS_BIND_ADDRESS = Flag(
+    "--metrics-bind-address", "address of the Prometheus /metrics endpoint ('0' disables it)"
+)
+HEALTH_PROBE_BIND_ADDRESS = Flag(
+    "--health-probe-bind-address", "address of /healthz and /readyz ('0' disables them)"
+)
+LOG_LEVEL = Flag("--log-level", choices=LOG_LEVELS)
+TIME_SCALE = Flag(
+    "--time-scale",
+    "multiply every delay the operator waits (tests, sandbox)",
+    type=positive_float,
+)

@@ -1,0 +1,26 @@
+"""The sandbox's packaged samples are config/samples: kustomize and users read config/samples,
+an installed sandbox (no checkout) reads its package's copy; `make manifests` copies."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from baseten_operator.sandbox.command import DEFAULT_SAMPLES
+
+REPO = Path(__file__).resolve().parents[3]
+SAMPLES = REPO / "config" / "samples"
+
+
+def contents(directory: Path) -> dict[str, str]:
+    return {path.name: path.read_text() for path in sorted(directory.iterdir())}
+
+
+def test_the_packaged_samples_are_config_samples() -> None:
+    assert contents(DEFAULT_SAMPLES) == contents(
+        SAMPLES
+    ), "baseten_operator/sandbox/samples is stale: run `make manifests` and commit the result"
+
+
+def test_the_sandbox_reads_its_packaged_copy() -> None:
+    assert DEFAULT_SAMPLES == REPO / "baseten_operator" / "sandbox" / "samples"
+    assert (DEFAULT_SAMPLES / "kustomization.yaml").is_file()
