@@ -11,11 +11,18 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-import celpy
-import lark
-from celpy import celtypes
-from celpy.celparser import CELParseError
-from celpy.evaluation import CELEvalError
+from baseten_operator.sim.extra import missing_extra
+
+try:
+    import celpy
+    import lark
+    from celpy import celtypes
+    from celpy.celparser import CELParseError
+    from celpy.evaluation import CELEvalError
+except ImportError as exc:  # the `sim` extra is missing: no CRD can be validated without it
+    raise missing_extra(
+        "The Kubernetes API emulator's CEL rules (x-kubernetes-validations)", exc
+    ) from exc
 
 # The lark parser inside the environment keeps per-parse state: compile under a lock.
 _ENVIRONMENT = celpy.Environment()

@@ -26,6 +26,7 @@ from . import errors
 from .crds import CRD_CLEANUP_FINALIZER, prepare_crd
 from .patching import clone, json_patch, merge_patch, strategic_merge_patch
 from .resources import CRD_GROUP, Registry, ResourceType, types_for_crd
+from .schema import apply_structural_schema
 from .selectors import FieldSelector, LabelSelector
 from .validation import annotation_causes, label_causes, name_causes
 from .watch import Delivery, Watcher, WatchEvent
@@ -372,10 +373,6 @@ class Store:
                 )
 
     def _apply_schema(self, rt: ResourceType, obj: Obj, old: Obj | None, strict: bool) -> None:
-        try:
-            from .schema import apply_structural_schema
-        except ImportError:  # the structural-schema module is optional
-            return
         assert rt.schema is not None
         # The schema governs the payload; metadata, apiVersion and kind are the server's.
         kept = {k: obj[k] for k in ("apiVersion", "kind", "metadata") if k in obj}
