@@ -1,5 +1,5 @@
 """The emulator's optional dependency (cel-python, the `sim` extra): missing, it stops the
-emulator at start with the command to install it."""
+emulator at start with the command to install it; present, nothing of it is built at import."""
 
 from __future__ import annotations
 
@@ -58,3 +58,34 @@ def test_every_part_that_validates_custom_resources_needs_the_extra(module: str)
     )
     assert done.returncode == 0, done.stderr
     assert INSTALL_COMMAND in done.stdout
+
+
+def test_the_cel_environment_is_built_once_on_first_use_not_at_import() -> None:
+    done = run_python(
+        """
+        import threading
+        import celpy
+
+        built = []
+        original = celpy.Environment
+
+        def counting(*args, **kwargs):
+            built.append(threading.current_thread().name)
+            return original(*args, **kwargs)
+
+        celpy.Environment = counting
+        from baseten_operator.sim.kube import KubeApiServer, cel
+
+        print("after import:", len(built))
+        rules = [f"self.replicas > {n}" for n in range(8)]
+        threads = [threading.Thread(target=cel.compile_rule, args=(r,)) for r in rules]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        print("after compiling:", len(built))
+        print("holds:", all(cel.holds(cel.compile_rule(r), {"replicas": 9}) for r in rules))
+        """
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["after import: 0", "after compiling: 1", "holds: True"]
