@@ -47,17 +47,26 @@ class PromotionSettingsUpdate(BaseModel):
         return self.model_dump(exclude_unset=True, exclude_none=True)
 
 
-class CreateEnvironment(BaseModel):
-    name: str = Field(min_length=1, max_length=100, pattern=r"^[a-zA-Z0-9_\-]+$")
+class EnvironmentSettings(BaseModel):
+    """The settings groups an environment is created or updated with."""
+
     autoscaling_settings: AutoscalingUpdate | None = None
     promotion_settings: PromotionSettingsUpdate | None = None
 
+    def autoscaling_changes(self) -> dict[str, Any] | None:
+        return self.autoscaling_settings.changes() if self.autoscaling_settings else None
 
-class UpdateEnvironment(BaseModel):
+    def promotion_changes(self) -> dict[str, Any] | None:
+        return self.promotion_settings.changes() if self.promotion_settings else None
+
+
+class CreateEnvironment(EnvironmentSettings):
+    name: str = Field(min_length=1, max_length=100, pattern=r"^[a-zA-Z0-9_\-]+$")
+
+
+class UpdateEnvironment(EnvironmentSettings):
     model_config = ConfigDict(extra="forbid")
 
-    autoscaling_settings: AutoscalingUpdate | None = None
-    promotion_settings: PromotionSettingsUpdate | None = None
     autoscaling_schedule_settings: dict[str, Any] | None = None
     request_backpressure_settings: dict[str, Any] | None = None
 

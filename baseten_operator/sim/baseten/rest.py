@@ -82,20 +82,14 @@ def _list_environments(e: SimEngine, p: Params, q: dict[str, list[str]], b: Any)
 def _create_environment(e: SimEngine, p: Params, q: dict[str, list[str]], b: Any) -> Any:
     req = _parse(CreateEnvironment, b)
     return e.create_environment(
-        p["model_id"],
-        req.name,
-        req.autoscaling_settings.changes() if req.autoscaling_settings else None,
-        req.promotion_settings.changes() if req.promotion_settings else None,
+        p["model_id"], req.name, req.autoscaling_changes(), req.promotion_changes()
     )
 
 
 def _update_environment(e: SimEngine, p: Params, q: dict[str, list[str]], b: Any) -> Any:
     req = _parse(UpdateEnvironment, b)
     return e.update_environment(
-        p["model_id"],
-        p["env_name"],
-        req.autoscaling_settings.changes() if req.autoscaling_settings else None,
-        req.promotion_settings.changes() if req.promotion_settings else None,
+        p["model_id"], p["env_name"], req.autoscaling_changes(), req.promotion_changes()
     )
 
 

@@ -12,7 +12,7 @@ from typing import Any
 from baseten_operator.runtime.clock import Clock, RealClock
 
 from .auth import Authority
-from .faults import Faults
+from .faults import FailureRule, Faults
 from .store import Store
 from .writelog import WriteLog
 
@@ -53,7 +53,9 @@ class KubeEmulator:
         resource: str | None = None,
         retry_after: float | None = None,
     ) -> None:
-        self.faults.fail_next(n, status, verb=verb, resource=resource, retry_after=retry_after)
+        """Answer the next `n` matching requests (verb, resource: None matches any) with
+        `status` (429s and `retry_after` carry Retry-After) instead of serving them."""
+        self.faults.add(FailureRule(n, status, verb, resource, retry_after))
 
     def set_latency(self, seconds: float) -> None:
         self.faults.set_latency(seconds)
