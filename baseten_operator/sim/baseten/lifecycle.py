@@ -1,7 +1,8 @@
 """How deployments and promotions move on by themselves once something started them: a push
 builds, deploys and loads; an activation deploys; a deactivation ends INACTIVE; a deployment
-allowed zero replicas scales to zero and wakes up again; a promotion completes once its
-candidate is ready (after its ramp-up) and cleans up the deployment it replaced.
+allowed zero replicas scales to zero after its own scale_down_delay (no traffic reaches a
+simulated deployment) and wakes up when its minimum rises again; a promotion completes once
+its candidate is ready (after its ramp-up) and cleans up the deployment it replaced.
 
 Each step is an event on the account's timeline, due after its `LifecycleDurations` (in
 simulated seconds, times the time scale). A deployment's `generation` counts the lifecycle
@@ -41,7 +42,6 @@ class LifecycleDurations:
     activate: float = 10.0
     wake_up: float = 5.0
     deactivate: float = 5.0
-    scale_to_zero: float = 30.0
     promotion_settle: float = 2.0
     environment_update: float = 2.0
 
@@ -144,6 +144,7 @@ class Lifecycle:
         self.set_status(dep, INACTIVE, at)
 
     def _scale_to_zero_later(self, dep: Deployment, at: float) -> None:
+        """Without traffic, the last replica goes after the deployment's own scale_down_delay."""
         self.cancel_pending(dep)
         generation = dep.generation
 
@@ -155,7 +156,7 @@ class Lifecycle:
             ):
                 self.set_status(dep, SCALED_TO_ZERO, due)
 
-        due = at + self._account.scaled(self.durations.scale_to_zero)
+        due = at + self._account.scaled(float(dep.autoscaling["scale_down_delay"]))
         self._account.timeline.at(due, scale_down)
 
     # ----------------------------------------------------------------- promotions

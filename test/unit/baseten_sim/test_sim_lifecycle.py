@@ -9,9 +9,12 @@ import pytest
 from baseten_operator.runtime.clock import FakeClock
 from baseten_operator.sim.baseten.engine import LifecycleDurations, SimEngine
 from baseten_operator.sim.baseten.errors import SimError
+from baseten_operator.sim.baseten.records import DEFAULT_AUTOSCALING
 
 D = LifecycleDurations()
 PUSH = D.build + D.deploy + D.load_model
+# A deployment allowed zero replicas scales to zero after its own scale_down_delay.
+SCALE_DOWN_DELAY = DEFAULT_AUTOSCALING["scale_down_delay"]
 
 
 def push(engine: SimEngine, model_id: str, name: str, **config: Any) -> dict:
@@ -60,9 +63,46 @@ def test_late_reads_apply_every_missed_step(
     engine: SimEngine, clock: FakeClock, model_id: str
 ) -> None:
     dep = push(engine, model_id, "v1")
-    clock.advance(PUSH + D.scale_to_zero)
+    clock.advance(PUSH + SCALE_DOWN_DELAY)
     view = engine.get_deployment(model_id, dep["id"])
     assert (view["status"], view["active_replica_count"]) == ("SCALED_TO_ZERO", 0)
+
+
+def test_zero_replicas_allowed_scales_to_zero_after_the_deployments_own_delay(
+    engine: SimEngine, clock: FakeClock, model_id: str
+) -> None:
+    dep = engine.controls.seed_deployment(
+        model_id, "v1", autoscaling_settings={"min_replica": 0, "scale_down_delay": 120}
+    )
+    clock.advance(119.9)
+    assert status(engine, model_id, dep["id"]) == "ACTIVE"
+    clock.advance(0.1)
+    view = engine.get_deployment(model_id, dep["id"])
+    assert (view["status"], view["active_replica_count"]) == ("SCALED_TO_ZERO", 0)
+
+
+def test_the_scale_down_delay_runs_at_the_time_scale(clock: FakeClock) -> None:
+    engine = SimEngine(clock=clock, time_scale=0.05)
+    model_id = engine.controls.seed_model("m")["id"]
+    dep = push(engine, model_id, "v1")
+    clock.advance(PUSH * 0.05)
+    assert status(engine, model_id, dep["id"]) == "ACTIVE"
+    clock.advance(SCALE_DOWN_DELAY * 0.05 - 0.01)  # 45 s, not a fixed 1.5 s
+    assert status(engine, model_id, dep["id"]) == "ACTIVE"
+    clock.advance(0.01)
+    assert status(engine, model_id, dep["id"]) == "SCALED_TO_ZERO"
+
+
+def test_a_new_scale_down_delay_starts_the_wait_again(
+    engine: SimEngine, clock: FakeClock, model_id: str
+) -> None:
+    dep = engine.controls.seed_deployment(model_id, "v1")  # min_replica 0, 900 s delay
+    clock.advance(800)
+    engine.update_deployment_autoscaling(model_id, dep["id"], {"scale_down_delay": 300})
+    clock.advance(299)
+    assert status(engine, model_id, dep["id"]) == "ACTIVE"
+    clock.advance(1)
+    assert status(engine, model_id, dep["id"]) == "SCALED_TO_ZERO"
 
 
 def test_min_replica_zero_scales_to_zero_and_back(
@@ -73,7 +113,7 @@ def test_min_replica_zero_scales_to_zero_and_back(
     engine.update_deployment_autoscaling(model_id, dep["id"], {"min_replica": 2})
     assert engine.get_deployment(model_id, dep["id"])["active_replica_count"] == 2
     engine.update_deployment_autoscaling(model_id, dep["id"], {"min_replica": 0})
-    clock.advance(D.scale_to_zero)
+    clock.advance(SCALE_DOWN_DELAY)
     view = engine.get_deployment(model_id, dep["id"])
     assert (view["status"], view["active_replica_count"]) == ("SCALED_TO_ZERO", 0)
     engine.update_deployment_autoscaling(model_id, dep["id"], {"min_replica": 1})
@@ -250,7 +290,7 @@ def test_cleanup_scale_to_zero(engine: SimEngine, clock: FakeClock, model_id: st
     previous = engine.get_deployment(model_id, old["id"])
     assert previous["autoscaling_settings"]["min_replica"] == 0
     assert (previous["is_production"], previous["environment"]) == (False, None)
-    clock.advance(D.scale_to_zero)
+    clock.advance(SCALE_DOWN_DELAY)
     previous = engine.get_deployment(model_id, old["id"])
     assert (previous["status"], previous["active_replica_count"]) == ("SCALED_TO_ZERO", 0)
     assert status(engine, model_id, new["id"]) == "ACTIVE"
@@ -271,7 +311,7 @@ def test_cleanup_kept(
     engine: SimEngine, clock: FakeClock, model_id: str, strategy: str, promote: dict
 ) -> None:
     old, _ = _promote_over(engine, clock, model_id, strategy, **promote)
-    clock.advance(D.scale_to_zero + D.deactivate)
+    clock.advance(SCALE_DOWN_DELAY + D.deactivate)
     previous = engine.get_deployment(model_id, old["id"])
     assert (previous["status"], previous["active_replica_count"]) == ("ACTIVE", 1)
 
