@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from baseten_operator.runtime.clock import Clock
-from baseten_operator.sim.baseten import settings, views
+from baseten_operator.sim.baseten import autoscaling_schedules, settings, views
 from baseten_operator.sim.baseten.errors import bad_request, not_found
 from baseten_operator.sim.baseten.records import (
     DEFAULT_AUTOSCALING,
@@ -230,6 +230,9 @@ class Account:
             self.render_deployment(current) if current else None,
             self.render_deployment(candidate) if candidate else None,
             in_progress,
+            views.autoscaling_schedules_view(
+                env, current, autoscaling_schedules.in_force(env, now)
+            ),
         )
 
     def render_model(self, model: Model) -> dict:

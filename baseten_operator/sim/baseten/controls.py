@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from baseten_operator.sim.baseten import autoscaling_schedules
 from baseten_operator.sim.baseten.account import Account
+from baseten_operator.sim.baseten.autoscaling_schedules import ScheduleEdit
 from baseten_operator.sim.baseten.errors import SimError, bad_request
 from baseten_operator.sim.baseten.lifecycle import PUSH_STATUSES, Lifecycle
 from baseten_operator.sim.baseten.records import (
@@ -79,8 +81,10 @@ class Controls:
         current_deployment_id: str | None = None,
         autoscaling_settings: dict[str, Any] | None = None,
         promotion_settings: dict[str, Any] | None = None,
+        schedules: ScheduleEdit | None = None,
     ) -> dict:
-        """An environment, serving `current_deployment_id` (which takes its autoscaling)."""
+        """An environment, serving `current_deployment_id` (which takes its autoscaling), with
+        the autoscaling schedules `schedules` creates."""
         with self._account.session() as now:
             current = (
                 self._account.deployment(model_id, current_deployment_id)
@@ -91,6 +95,10 @@ class Controls:
             if base is None and current is not None:
                 base = current.autoscaling
             env = self._account.add_environment(model_id, name, now, base, promotion_settings)
+            if schedules is not None:
+                autoscaling_schedules.check(env, schedules)
+                edited = autoscaling_schedules.edited(env, schedules, self._account.new_id)
+                env.schedule_timezone, env.schedules = edited
             if current is not None:
                 env.current_deployment_id = current.id
                 env.instance_type = current.instance_type

@@ -13,8 +13,9 @@ import copy
 from typing import Any
 
 from baseten_operator.runtime.clock import Clock, RealClock
-from baseten_operator.sim.baseten import settings, views
+from baseten_operator.sim.baseten import autoscaling_schedules, settings, views
 from baseten_operator.sim.baseten.account import Account
+from baseten_operator.sim.baseten.autoscaling_schedules import ScheduleEdit
 from baseten_operator.sim.baseten.controls import Controls
 from baseten_operator.sim.baseten.errors import bad_request, conflict, not_found
 from baseten_operator.sim.baseten.lifecycle import Lifecycle, LifecycleDurations
@@ -271,10 +272,12 @@ class SimEngine:
         env_name: str,
         autoscaling: dict[str, Any] | None = None,
         promotion_settings: dict[str, Any] | None = None,
+        schedules: ScheduleEdit | None = None,
         *,
         immediately: bool = False,
     ) -> dict:
-        """Baseten applies environment updates asynchronously; `immediately` is the UI's way."""
+        """Baseten applies environment updates asynchronously (every group of one update at
+        the same moment); `immediately` is the UI's way."""
         account = self.account
         with account.session() as now:
             env = account.environment(model_id, env_name)
@@ -282,8 +285,14 @@ class SimEngine:
             new_promotion = settings.merged_promotion_settings(
                 env.promotion_settings, promotion_settings or {}
             )
+            if schedules is not None:
+                autoscaling_schedules.check(env, schedules)
             view = account.render_environment(env, now)
-            if new_autoscaling == env.autoscaling and new_promotion == env.promotion_settings:
+            if (
+                new_autoscaling == env.autoscaling
+                and new_promotion == env.promotion_settings
+                and not (schedules is not None and autoscaling_schedules.changes(env, schedules))
+            ):
                 return {"environment": view, "status": "UNCHANGED", "message": "No changes"}
 
             def apply(at: float) -> None:
@@ -293,6 +302,9 @@ class SimEngine:
                 env.promotion_settings = settings.merged_promotion_settings(
                     env.promotion_settings, promotion_settings or {}
                 )
+                if schedules is not None:
+                    edited = autoscaling_schedules.edited(env, schedules, account.new_id)
+                    env.schedule_timezone, env.schedules = edited
                 current = account.deployments.get(env.current_deployment_id or "")
                 if current is not None:
                     self.lifecycle.apply_autoscaling(current, autoscaling or {}, at)
