@@ -10,6 +10,7 @@ a pure function of the clock. The answers are the API's response bodies (views.p
 from __future__ import annotations
 
 import copy
+import threading
 from typing import Any
 
 from baseten_operator.runtime.clock import Clock, RealClock
@@ -53,7 +54,7 @@ class SimEngine:
     # What tests peek at: the account's lock, clock and deployment records.
 
     @property
-    def lock(self) -> Any:
+    def lock(self) -> threading.RLock:
         return self.account.lock
 
     @property
