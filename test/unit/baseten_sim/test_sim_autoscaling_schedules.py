@@ -12,64 +12,56 @@ import pytest
 from baseten_operator.runtime.clock import FakeClock
 from baseten_operator.sim.baseten import BasetenSimulator, LifecycleDurations, rest
 from baseten_operator.sim.baseten.errors import SimError
+from baseten_operator.sim.baseten.records import SCHEDULE_OVERRIDES
 
 D = LifecycleDurations()
 LA = "America/Los_Angeles"
 
 
 def overrides(minimum: int, maximum: int, **others: Any) -> dict[str, Any]:
-    keys = (
-        "autoscaling_window",
-        "scale_down_delay",
-        "concurrency_target",
-        "target_utilization_percentage",
-        "target_in_flight_tokens",
-        "max_scale_down_rate",
-    )
-    return {"min_replica": minimum, "max_replica": maximum, **dict.fromkeys(keys), **others}
+    """All eight overrides, as an upsert sends them: null where the environment's applies."""
+    return {
+        **dict.fromkeys(SCHEDULE_OVERRIDES),
+        "min_replica": minimum,
+        "max_replica": maximum,
+        **others,
+    }
+
+
+def schedule(name: str, cadence: str, settings: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    return {
+        "name": name,
+        "enabled": True,
+        "cadence": cadence,
+        "autoscaling_settings": settings,
+        **fields,
+    }
 
 
 def daily(name: str, weekdays: list[str], start: str, end: str, **extra: Any) -> dict[str, Any]:
     """A DAILY schedule from `start` to `end` ("HH:MM"), 3 to 5 replicas."""
     start_hour, start_minute = (int(part) for part in start.split(":"))
     end_hour, end_minute = (int(part) for part in end.split(":"))
-    return {
-        "name": name,
-        "enabled": True,
-        "cadence": "DAILY",
-        "weekdays": weekdays,
+    window = {
         "start_hour": start_hour,
         "start_minute": start_minute,
         "end_hour": end_hour,
         "end_minute": end_minute,
-        "autoscaling_settings": overrides(3, 5),
-        **extra,
     }
+    return schedule(name, "DAILY", overrides(3, 5), **{"weekdays": weekdays, **window, **extra})
 
 
 def hourly(name: str, start_minute: int, end_minute: int, **extra: Any) -> dict[str, Any]:
-    return {
-        "name": name,
-        "enabled": True,
-        "cadence": "HOURLY",
-        "weekdays": ["MONDAY", "TUESDAY", "WEDNESDAY", "THURSDAY", "FRIDAY"],
-        "start_minute": start_minute,
-        "end_minute": end_minute,
-        "autoscaling_settings": overrides(2, 4),
-        **extra,
-    }
+    """An HOURLY schedule on weekdays, 2 to 4 replicas."""
+    weekdays = ["MONDAY", "TUESDAY", "WEDNESDAY", "THURSDAY", "FRIDAY"]
+    window = {"start_minute": start_minute, "end_minute": end_minute}
+    return schedule(name, "HOURLY", overrides(2, 4), **{"weekdays": weekdays, **window, **extra})
 
 
 def one_time(name: str, start_at: str, end_at: str, **extra: Any) -> dict[str, Any]:
-    return {
-        "name": name,
-        "enabled": True,
-        "cadence": "ONE_TIME",
-        "start_at": start_at,
-        "end_at": end_at,
-        "autoscaling_settings": overrides(8, 10),
-        **extra,
-    }
+    """A ONE_TIME schedule, 8 to 10 replicas."""
+    window = {"start_at": start_at, "end_at": end_at}
+    return schedule(name, "ONE_TIME", overrides(8, 10), **{**window, **extra})
 
 
 @pytest.fixture
