@@ -40,7 +40,8 @@ def test_guardrails_hold_while_baseten_answers_without_replica_counts(faults: St
     model_id, _ = stack.promoted_model(
         namespace,
         "partial",
-        autoscaling={"minReplicas": 0, "maxReplicas": 1},
+        # A minute's scale-down delay: the deployment goes idle soon (1.2 s at the e2e scale).
+        autoscaling={"minReplicas": 0, "maxReplicas": 1, "scaleDownDelay": 60},
         deletionPolicy="DeleteWithGuardrails",
     )
     idle(stack, model_id)  # complete answers would let the deletion through at once

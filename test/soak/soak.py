@@ -207,7 +207,9 @@ class Scenario:
             t.blocked_at is not None for t in self.of("guardrails")
         ))  # fmt: skip
         for t in self.of("guardrails"):
-            self._drift(t, min_replica=0)
+            # Drained in the UI: no minimum and a minute's scale-down delay, so the deployment
+            # scales to zero soon (1.2 s at the short soak's time scale).
+            self._drift(t, min_replica=0, scale_down_delay=60)
             t.drained_at = time.time()
         for t in self.of("pause"):
             t.unpaused_at = time.time()

@@ -15,17 +15,31 @@ update_deployment_autoscaling,
 list_environments, create_environment, get_environment, update_environment,
 delete_environment, promote, graphql, graphql:<root field>, s3, or * for any.
 
+Autoscaling schedules (docs/baseten-api.md): `seed_environment(..., autoscaling_schedule_settings=)`
+and `ui_update_environment(model_id, env, autoscaling_schedule_settings=)` take what an
+environment update takes and apply it at once (the UI's click-ops: drift for the operator).
+
 Teams: `create_team(name)`, `seed_model(name, team=...)`; model names are unique per team.
 `add_api_key(key, label, team=None)` accepts another key, bound to a team when `team` is
 given (it sees only that team's models: others answer 404, writes into another team 403);
 `revoke_api_key(key)`. Audit entries carry `key`: the label of the key the call carried.
+
+Modules: `simulator.py` (`BasetenSimulator`: one port, its control methods) serves `app.py`
+(auth, request log, faults, rate limits, audit) over `http.py`; `rest.py` routes /v1 to the
+engine with `payloads.py`'s request bodies, `graphql.py` and `s3.py` speak the truss push
+protocol, `control_api.py` is `/_sim/`. `engine.py` (`SimEngine`: the API's operations)
+works on `account.py` (records, lookups, rendering through `views.py`), with `lifecycle.py`
+moving deployments and promotions along the `timeline.py`, `autoscaling_schedules.py`
+editing environments' schedules and telling which one is in force, and `controls.py` acting
+for the test (seeding, and what Baseten or its UI would do).
 
 Must not import the operator (`api`, `baseten`, `truss`, `controller`, `sandbox`, `cli`,
 `main`): it answers as Baseten does (docs/baseten-api.md), whatever the client believes. From
 `runtime` only the clock and the bounded HTTP server (httpserver.py).
 """
 
-from baseten_operator.sim.baseten.engine import LifecycleDurations, SimEngine
+from baseten_operator.sim.baseten.engine import SimEngine
+from baseten_operator.sim.baseten.lifecycle import LifecycleDurations
 from baseten_operator.sim.baseten.simulator import BasetenSimulator
 
 __all__ = ["BasetenSimulator", "LifecycleDurations", "SimEngine"]

@@ -24,6 +24,8 @@ from baseten_operator.sim.baseten.keys import ApiKey
 from baseten_operator.sim.baseten.s3 import BUCKET, S3Store, unpack_truss
 
 MUTATIONS = frozenset({"create_model_from_truss", "create_model_version_from_truss"})
+# A pushed truss: its config.yaml (decoded) and its files by path.
+Truss = tuple[dict[str, Any], dict[str, str]]
 
 
 class GraphQLError(Exception):
@@ -246,33 +248,30 @@ class TrussGraphQL:
         metadata = args.get("user_deploy_metadata")
         return json.loads(metadata) if isinstance(metadata, str) else None
 
+    def _read_truss(self, args: dict[str, Any]) -> Truss:
+        """The pushed config and files, read before anything is created: a bad upload
+        creates no model."""
+        return _decode_config(args.get("config")), self._uploaded_truss(args.get("s3_key"))
+
+    def _deploy(self, model_id: str, name: Any, truss: Truss, args: dict[str, Any]) -> dict:
+        config, files = truss
+        return self._engine.create_pushed_deployment(
+            model_id, name, files=files, truss_config=config, labels=self._labels(args)
+        )
+
     def _create_model(self, args: dict[str, Any], caller: ApiKey) -> dict:
         team_id = _push_team(args, caller)
-        config = _decode_config(args.get("config"))
-        files = self._uploaded_truss(args.get("s3_key"))
+        truss = self._read_truss(args)
         model = self._engine.create_model(str(args.get("name") or ""), team_id)
-        deployment = self._engine.create_pushed_deployment(
-            model["id"],
-            args.get("version_name"),
-            files=files,
-            truss_config=config,
-            labels=self._labels(args),
-        )
+        deployment = self._deploy(model["id"], args.get("version_name"), truss, args)
         self._promote_if_asked(args, deployment, scale_down_previous=True)
         return self._model_version(model["id"], model["name"], deployment)
 
     def _create_model_version(self, args: dict[str, Any], caller: ApiKey) -> dict:
-        config = _decode_config(args.get("config"))
-        files = self._uploaded_truss(args.get("s3_key"))
+        truss = self._read_truss(args)
         check_model(self._engine, caller, str(args.get("model_id")))
         model = self._engine.get_model(str(args.get("model_id")))
-        deployment = self._engine.create_pushed_deployment(
-            model["id"],
-            args.get("name"),
-            files=files,
-            truss_config=config,
-            labels=self._labels(args),
-        )
+        deployment = self._deploy(model["id"], args.get("name"), truss, args)
         self._promote_if_asked(
             args,
             deployment,

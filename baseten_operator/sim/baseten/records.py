@@ -165,6 +165,47 @@ class Promotion:
     ready_at: float | None = None
 
 
+DAILY = "DAILY"
+HOURLY = "HOURLY"
+ONE_TIME = "ONE_TIME"
+# In datetime.weekday() order (Monday is 0).
+WEEKDAYS = ("MONDAY", "TUESDAY", "WEDNESDAY", "THURSDAY", "FRIDAY", "SATURDAY", "SUNDAY")
+# The overrides a schedule carries: min_replica and max_replica always, the others null
+# when the environment's own value applies.
+SCHEDULE_OVERRIDES = (
+    "min_replica",
+    "max_replica",
+    "autoscaling_window",
+    "scale_down_delay",
+    "concurrency_target",
+    "target_utilization_percentage",
+    "target_in_flight_tokens",
+    "max_scale_down_rate",
+)
+
+
+@dataclass(frozen=True)
+class AutoscalingSchedule:
+    """When a schedule applies and what it overrides. DAILY: on `weekdays`, from
+    start_hour:start_minute to end_hour:end_minute (past midnight when the end is earlier);
+    HOURLY: every hour (or the hours from start_hour up to end_hour), from start_minute to
+    end_minute; ONE_TIME: from `start_at` to `end_at` (epoch seconds, end excluded). Times of
+    day are in the environment's schedule timezone."""
+
+    name: str
+    enabled: bool
+    cadence: str
+    overrides: dict[str, Any]
+    weekdays: tuple[str, ...] = ()
+    start_hour: int | None = None
+    start_minute: int | None = None
+    end_hour: int | None = None
+    end_minute: int | None = None
+    start_at: float | None = None
+    end_at: float | None = None
+    id: str = ""  # given when the schedule is stored
+
+
 @dataclass
 class Environment:
     name: str
@@ -175,6 +216,10 @@ class Environment:
     instance_type: InstanceType | None = None
     current_deployment_id: str | None = None
     promotion: Promotion | None = None
+    # The IANA timezone of every schedule's times of day (None until the first schedule).
+    schedule_timezone: str | None = None
+    # In creation order: a replaced schedule keeps its place.
+    schedules: tuple[AutoscalingSchedule, ...] = ()
 
 
 # The organisation's default team: every model created without a team lands in it.

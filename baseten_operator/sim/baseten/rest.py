@@ -5,25 +5,24 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 from urllib.parse import parse_qs, unquote
-
-from pydantic import BaseModel, ValidationError
 
 from baseten_operator.sim.baseten.engine import SimEngine
 from baseten_operator.sim.baseten.errors import SimError, bad_request
 from baseten_operator.sim.baseten.payloads import (
     AutoscalingUpdate,
+    Body,
     CreateEnvironment,
     Promote,
     UpdateEnvironment,
+    parse,
 )
 
 Params = dict[str, str]
 # The team of the key that made the call ("" for an organisation key): what lists show it.
 CALLER_TEAM = "caller_team"
 RouteHandler = Callable[[SimEngine, Params, dict[str, list[str]], Any], Any]
-Body = TypeVar("Body", bound=BaseModel)
 
 
 @dataclass(frozen=True)
@@ -37,12 +36,7 @@ class Route:
 def _parse(model: type[Body], body: Any) -> Body:
     if not isinstance(body, dict):
         raise bad_request("Request body must be a JSON object")
-    try:
-        return model.model_validate(body)
-    except ValidationError as exc:
-        raise bad_request(
-            "Invalid request body", exc.errors(include_url=False, include_context=False)
-        ) from exc
+    return parse(model, body, "Invalid request body")
 
 
 def _name(query: dict[str, list[str]]) -> str | None:
@@ -82,10 +76,7 @@ def _list_environments(e: SimEngine, p: Params, q: dict[str, list[str]], b: Any)
 def _create_environment(e: SimEngine, p: Params, q: dict[str, list[str]], b: Any) -> Any:
     req = _parse(CreateEnvironment, b)
     return e.create_environment(
-        p["model_id"],
-        req.name,
-        req.autoscaling_settings.changes() if req.autoscaling_settings else None,
-        req.promotion_settings.changes() if req.promotion_settings else None,
+        p["model_id"], req.name, req.autoscaling_changes(), req.promotion_changes()
     )
 
 
@@ -94,8 +85,9 @@ def _update_environment(e: SimEngine, p: Params, q: dict[str, list[str]], b: Any
     return e.update_environment(
         p["model_id"],
         p["env_name"],
-        req.autoscaling_settings.changes() if req.autoscaling_settings else None,
-        req.promotion_settings.changes() if req.promotion_settings else None,
+        req.autoscaling_changes(),
+        req.promotion_changes(),
+        req.schedule_edit(),
     )
 
 

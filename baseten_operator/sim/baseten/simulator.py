@@ -4,33 +4,36 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import ValidationError
-
 from baseten_operator.runtime.clock import Clock, RealClock
 from baseten_operator.sim.baseten.app import SimApp
 from baseten_operator.sim.baseten.audit import AuditLog, RequestLog
-from baseten_operator.sim.baseten.control import ControlApi
-from baseten_operator.sim.baseten.engine import LifecycleDurations, SimEngine
-from baseten_operator.sim.baseten.errors import bad_request, not_found
+from baseten_operator.sim.baseten.control_api import ControlApi
+from baseten_operator.sim.baseten.engine import SimEngine
+from baseten_operator.sim.baseten.errors import not_found
 from baseten_operator.sim.baseten.faults import FaultInjector
 from baseten_operator.sim.baseten.graphql import TrussGraphQL
 from baseten_operator.sim.baseten.http import HttpServer
 from baseten_operator.sim.baseten.keys import KeyRing
-from baseten_operator.sim.baseten.payloads import AutoscalingUpdate, PromotionSettingsUpdate
+from baseten_operator.sim.baseten.lifecycle import LifecycleDurations
+from baseten_operator.sim.baseten.payloads import UpdateEnvironment, parse
 from baseten_operator.sim.baseten.ratelimit import Limit, RateLimiter
 from baseten_operator.sim.baseten.records import DEPLOY_FAILED
 from baseten_operator.sim.baseten.s3 import S3Store
 
 
-def _validated(model: type[AutoscalingUpdate] | type[PromotionSettingsUpdate], data: Any) -> Any:
-    if data is None:
-        return None
-    try:
-        return model.model_validate(data).changes()
-    except ValidationError as exc:
-        raise bad_request(
-            "invalid settings", exc.errors(include_url=False, include_context=False)
-        ) from exc
+def _environment_settings(
+    autoscaling_settings: dict | None,
+    promotion_settings: dict | None,
+    autoscaling_schedule_settings: dict | None,
+) -> UpdateEnvironment:
+    """Settings given to a control method, checked as an environment update's are."""
+    groups = {
+        "autoscaling_settings": autoscaling_settings,
+        "promotion_settings": promotion_settings,
+        "autoscaling_schedule_settings": autoscaling_schedule_settings,
+    }
+    sent = {group: value for group, value in groups.items() if value is not None}
+    return parse(UpdateEnvironment, sent, "invalid settings")
 
 
 class BasetenSimulator:
@@ -118,8 +121,8 @@ class BasetenSimulator:
     def seed_model(self, name: str, team: str | None = None) -> dict:
         """`team`: the name of a team (create_team) to create the model in; default the org's."""
         if team is None:
-            return self.engine.seed_model(name)
-        return self.engine.seed_model(name, self._team_id(team))
+            return self.engine.controls.seed_model(name)
+        return self.engine.controls.seed_model(name, self._team_id(team))
 
     def create_team(self, name: str) -> dict:
         return self.engine.create_team(name)
@@ -145,7 +148,7 @@ class BasetenSimulator:
         self, model_id: str, name: str, *, status: str = "ACTIVE", **extra: Any
     ) -> dict:
         """extra: autoscaling_settings, labels, files, truss_config (see SimEngine)."""
-        return self.engine.seed_deployment(model_id, name, status=status, **extra)
+        return self.engine.controls.seed_deployment(model_id, name, status=status, **extra)
 
     def seed_environment(
         self,
@@ -155,30 +158,37 @@ class BasetenSimulator:
         current_deployment_id: str | None = None,
         autoscaling_settings: dict | None = None,
         promotion_settings: dict | None = None,
+        autoscaling_schedule_settings: dict | None = None,
     ) -> dict:
-        return self.engine.seed_environment(
+        """`autoscaling_schedule_settings` as an environment update takes them (schedules
+        without ids, a timezone)."""
+        settings = _environment_settings(
+            autoscaling_settings, promotion_settings, autoscaling_schedule_settings
+        )
+        return self.engine.controls.seed_environment(
             model_id,
             name,
             current_deployment_id=current_deployment_id,
-            autoscaling_settings=_validated(AutoscalingUpdate, autoscaling_settings),
-            promotion_settings=_validated(PromotionSettingsUpdate, promotion_settings),
+            autoscaling_settings=settings.autoscaling_changes(),
+            promotion_settings=settings.promotion_changes(),
+            schedules=settings.schedule_edit(),
         )
 
     def fail_deployment(self, deployment_id: str, status: str = DEPLOY_FAILED) -> dict:
-        return self.engine.fail_deployment(deployment_id, status)
+        return self.engine.controls.fail_deployment(deployment_id, status)
 
     def complete_deployment(self, deployment_id: str) -> dict:
-        return self.engine.complete_deployment(deployment_id)
+        return self.engine.controls.complete_deployment(deployment_id)
 
     def complete_promotion(self, model_id: str, env: str) -> dict:
-        return self.engine.complete_promotion(model_id, env)
+        return self.engine.controls.complete_promotion(model_id, env)
 
     def fail_promotion(self, model_id: str, env: str) -> dict:
-        return self.engine.fail_promotion(model_id, env)
+        return self.engine.controls.fail_promotion(model_id, env)
 
     def deactivate(self, deployment_id: str) -> dict:
         """Baseten's inactivity TTL kicking in."""
-        return self.engine.deactivate_deployment(deployment_id)
+        return self.engine.controls.deactivate_deployment(deployment_id)
 
     def ui_update_environment(
         self,
@@ -186,13 +196,19 @@ class BasetenSimulator:
         env: str,
         autoscaling_settings: dict | None = None,
         promotion_settings: dict | None = None,
+        autoscaling_schedule_settings: dict | None = None,
     ) -> dict:
-        """A change made in Baseten's UI: applied at once (drift for the operator to find)."""
+        """A change made in Baseten's UI: applied at once (drift for the operator to find).
+        Takes what an environment update takes, autoscaling schedules included."""
+        settings = _environment_settings(
+            autoscaling_settings, promotion_settings, autoscaling_schedule_settings
+        )
         return self.engine.update_environment(
             model_id,
             env,
-            _validated(AutoscalingUpdate, autoscaling_settings),
-            _validated(PromotionSettingsUpdate, promotion_settings),
+            settings.autoscaling_changes(),
+            settings.promotion_changes(),
+            settings.schedule_edit(),
             immediately=True,
         )["environment"]
 
@@ -229,7 +245,7 @@ class BasetenSimulator:
         return self._requests.entries(int(since))
 
     def uploaded_files(self, deployment_id: str) -> dict[str, str]:
-        return self.engine.uploaded_files(deployment_id)
+        return self.engine.controls.uploaded_files(deployment_id)
 
     def reset(self) -> None:
         self.engine.reset()

@@ -8,7 +8,10 @@ from typing import Any
 from baseten_operator.sim.baseten.records import (
     DEFAULT_TEAM_ID,
     DEFAULT_TEAM_NAME,
+    ONE_TIME,
+    SCHEDULE_OVERRIDES,
     SERVING_STATUSES,
+    AutoscalingSchedule,
     Deployment,
     Environment,
     InstanceType,
@@ -85,11 +88,62 @@ def promotion_view(promotion: Promotion, now: float, time_scale: float) -> dict:
     }
 
 
+def schedule_view(schedule: AutoscalingSchedule) -> dict:
+    """AutoscalingScheduleV1 (DAILY, HOURLY) or OneTimeAutoscalingScheduleV1."""
+    view: dict[str, Any] = {
+        "id": schedule.id,
+        "name": schedule.name,
+        "enabled": schedule.enabled,
+        "cadence": schedule.cadence,
+    }
+    if schedule.cadence == ONE_TIME:
+        assert schedule.start_at is not None and schedule.end_at is not None
+        view["start_at"] = timestamp(schedule.start_at)
+        view["end_at"] = timestamp(schedule.end_at)
+    else:
+        view["weekdays"] = list(schedule.weekdays)
+        view["start_minute"] = schedule.start_minute
+        view["end_minute"] = schedule.end_minute
+        # An HOURLY schedule for every hour has no hours: the spec leaves them out.
+        if schedule.start_hour is not None:
+            view["start_hour"] = schedule.start_hour
+            view["end_hour"] = schedule.end_hour
+    view["autoscaling_settings"] = {key: schedule.overrides.get(key) for key in SCHEDULE_OVERRIDES}
+    return view
+
+
+def autoscaling_schedules_view(
+    env: Environment, current: Deployment | None, in_force: AutoscalingSchedule | None
+) -> dict | None:
+    """EnvironmentAutoscalingSchedulesV1, or null for an environment that never had any.
+
+    `applied_state` is what the serving deployment runs on now: its own settings, with the
+    overrides of the schedule in force (`schedule_id` null: the baseline).
+    """
+    if env.schedule_timezone is None and not env.schedules:
+        return None
+    applied = None
+    if current is not None:
+        settings = dict(current.autoscaling)
+        if in_force is not None:
+            settings.update({k: v for k, v in in_force.overrides.items() if v is not None})
+        applied = {
+            "schedule_id": in_force.id if in_force else None,
+            "autoscaling_settings": settings,
+        }
+    return {
+        "timezone": env.schedule_timezone,
+        "schedules": [schedule_view(s) for s in env.schedules],
+        "applied_state": applied,
+    }
+
+
 def environment_view(
     env: Environment,
     current: dict | None,
     candidate: dict | None,
     in_progress: dict | None,
+    schedules: dict | None,
 ) -> dict:
     return {
         "name": env.name,
@@ -109,7 +163,7 @@ def environment_view(
         },
         "instance_type": instance_type_view(env.instance_type or InstanceType()),
         "request_backpressure_settings": dict(NO_BACKPRESSURE),
-        "autoscaling_schedules": None,
+        "autoscaling_schedules": schedules,
     }
 
 

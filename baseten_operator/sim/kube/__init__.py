@@ -47,6 +47,16 @@ field ownership); no garbage collection by ownerReferences; no authentication or
 namespace and CRD deletion drain their contents synchronously; the clock given to the
 server stamps objects, while watch timeouts and bookmarks follow real time.
 
+Modules, outside in: `server.py` (`KubeApiServer`: an emulator on a port) and `handler.py`
+(HTTP: routing, discovery documents, review APIs, `/_sim/`) serve an `emulator.py`
+`KubeEmulator` (state and fault controls); `calls.py` (a request's target, options, body),
+`verbs.py` (get, list, create, update, patch, delete) and `watchstream.py` (one watch stream)
+answer the API; `store.py` (objects, resourceVersions, the verbs' semantics, cascading
+deletes) keeps what `admission.py` (body checks, metadata validation, `schema.py` with
+`cel.py`, per-type preparation, `crds.py`) admits, and `fanout.py` feeds its changes to the
+`watch.py` watchers. The rest are parts: `resources.py`, `selectors.py`, `patching.py`,
+`tables.py`, `openapi.py`, `protobuf.py`, `auth.py`, `faults.py`, `writelog.py`, `errors.py`.
+
 Must not import the operator (`api`, `baseten`, `truss`, `controller`, `sandbox`, `cli`,
 `main`): it emulates Kubernetes, not this project. From `runtime` only the clock
 and the bounded HTTP server (httpserver.py).

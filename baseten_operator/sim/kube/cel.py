@@ -11,16 +11,32 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-import celpy
-import lark
-from celpy import celtypes
-from celpy.celparser import CELParseError
-from celpy.evaluation import CELEvalError
+from baseten_operator.sim.extra import missing_extra
 
-# The lark parser inside the environment keeps per-parse state: compile under a lock.
-_ENVIRONMENT = celpy.Environment()
+try:
+    import celpy
+    import lark
+    from celpy import celtypes
+    from celpy.celparser import CELParseError
+    from celpy.evaluation import CELEvalError
+except ImportError as exc:  # the `sim` extra is missing: no CRD can be validated without it
+    raise missing_extra(
+        "The Kubernetes API emulator's CEL rules (x-kubernetes-validations)", exc
+    ) from exc
+
+# The lark parser inside the environment keeps per-parse state: every use of the environment
+# (building it included) holds this lock.
 _COMPILE_LOCK = threading.Lock()
 _CACHE_SIZE = 1024
+_environment: celpy.Environment | None = None
+
+
+def _shared_environment() -> celpy.Environment:
+    """The one CEL environment, built on first use (not at import); hold _COMPILE_LOCK."""
+    global _environment
+    if _environment is None:
+        _environment = celpy.Environment()
+    return _environment
 
 
 class RuleError(Exception):
@@ -39,11 +55,12 @@ class CompiledRule:
 def compile_rule(text: str) -> CompiledRule:
     """Compile `text` (cached by rule text); raises RuleError on a syntax error."""
     with _COMPILE_LOCK:
+        environment = _shared_environment()
         try:
-            ast = _ENVIRONMENT.compile(text)
+            ast = environment.compile(text)
         except CELParseError as exc:
             raise RuleError(f"compilation failed: {exc}") from exc
-        program = _ENVIRONMENT.program(ast)
+        program = environment.program(ast)
     names = ast.scan_values(lambda token: isinstance(token, lark.Token))
     return CompiledRule(
         text=text, program=program, is_transition=any(name == "oldSelf" for name in names)

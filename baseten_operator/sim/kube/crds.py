@@ -11,6 +11,7 @@ from typing import Any
 
 from . import errors
 from .resources import CRD_GROUP
+from .schema import rule_compile_causes
 
 Obj = dict[str, Any]
 
@@ -94,10 +95,6 @@ def prepare_crd(crd: Obj, old: Obj | None, now: str) -> None:
 
 def _rule_compile_causes(versions: list[Obj]) -> list[Obj]:
     """CEL rules of every version's schema must compile, as the API server checks."""
-    try:
-        from .schema import rule_compile_causes
-    except ImportError:  # the structural-schema module is optional
-        return []
     causes: list[Obj] = []
     for index, version in enumerate(versions):
         schema = (version.get("schema") or {}).get("openAPIV3Schema")

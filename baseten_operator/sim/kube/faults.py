@@ -28,17 +28,9 @@ class Faults:
         self._rules: list[FailureRule] = []
         self.latency = 0.0
 
-    def fail_next(
-        self,
-        n: int,
-        status: int = 500,
-        *,
-        verb: str | None = None,
-        resource: str | None = None,
-        retry_after: float | None = None,
-    ) -> None:
+    def add(self, rule: FailureRule) -> None:
         with self._lock:
-            self._rules.append(FailureRule(n, status, verb, resource, retry_after))
+            self._rules.append(rule)
 
     def set_latency(self, seconds: float) -> None:
         self.latency = max(seconds, 0.0)

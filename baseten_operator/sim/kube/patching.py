@@ -11,6 +11,15 @@ from .errors import bad_request, invalid
 
 Json = Any
 
+# The patch flavour each request content type asks for ("apply" is server-side apply).
+PATCH_TYPES = {
+    "application/merge-patch+json": "merge",
+    "application/json-patch+json": "json",
+    "application/strategic-merge-patch+json": "strategic",
+    "application/apply-patch+yaml": "apply",
+    "application/apply-patch+json": "apply",
+}
+
 
 def clone(value: Json) -> Json:
     """Deep copy of a JSON document (much faster than copy.deepcopy)."""

@@ -1,9 +1,11 @@
-"""The emulated etcd + registry: every object, the global resourceVersion, history, watches.
+"""The emulated etcd + registry: every object, the global resourceVersion, and the verbs
+(create, update, patch, delete) with their preconditions and the deletions they cascade into.
 
-One re-entrant lock serializes every read and write, which makes the resourceVersion
-order the commit order and lets writes push events into watcher queues atomically.
-Objects are stored in their storage version and never mutated after they are stored:
-a write replaces them, so readers and watch events can share them without copying.
+One re-entrant lock serializes every read and write, which makes the resourceVersion order
+the commit order; each write publishes its event to the watch fan-out (fanout.py) under that
+lock. What an object must pass before it is kept is admission.py's. Objects are stored in
+their storage version and never mutated after they are stored: a write replaces them, so
+readers and watch events can share them without copying.
 """
 
 from __future__ import annotations
@@ -14,8 +16,6 @@ import json
 import random
 import threading
 import uuid
-from collections import deque
-from collections.abc import Iterator
 from typing import Any
 
 import structlog
@@ -23,11 +23,12 @@ import structlog
 from baseten_operator.runtime.clock import Clock, rfc3339
 
 from . import errors
+from .admission import CRD_TYPE_KEY, NAMESPACE_FINALIZER, NAMESPACES_KEY, admit, checked_body
 from .crds import CRD_CLEANUP_FINALIZER, prepare_crd
+from .fanout import WatchHub
 from .patching import clone, json_patch, merge_patch, strategic_merge_patch
-from .resources import CRD_GROUP, Registry, ResourceType, types_for_crd
+from .resources import Registry, ResourceType, types_for_crd
 from .selectors import FieldSelector, LabelSelector
-from .validation import annotation_causes, label_causes, name_causes
 from .watch import Delivery, Watcher, WatchEvent
 
 log = structlog.get_logger(__name__)
@@ -37,7 +38,6 @@ Key = tuple[str, str]  # (namespace or "", name)
 
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 UNDELETABLE_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
-NAMESPACE_FINALIZER = "kubernetes"
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 _SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 # Metadata only the server writes; kept from the stored object on every update.
@@ -51,14 +51,6 @@ _SERVER_METADATA = (
     "name",
     "resourceVersion",
 )
-PATCH_TYPES = {
-    "application/merge-patch+json": "merge",
-    "application/json-patch+json": "json",
-    "application/strategic-merge-patch+json": "strategic",
-    "application/apply-patch+yaml": "apply",
-    "application/apply-patch+json": "apply",
-}
-CRD_TYPE_KEY = (CRD_GROUP, "customresourcedefinitions")
 
 
 def _spec_part(obj: Obj) -> Obj:
@@ -70,8 +62,7 @@ class Store:
     def __init__(self, clock: Clock, history_limit: int = 10000) -> None:
         self.lock = threading.RLock()
         self.clock = clock
-        self.history_limit = history_limit
-        self.stalled = threading.Event()
+        self.watches = WatchHub(self.lock, history_limit)
         self._reset_state()
 
     # ---- state ----------------------------------------------------------------------
@@ -80,10 +71,6 @@ class Store:
         self.registry = Registry()
         self.rv = 0
         self.objects: dict[tuple[str, str], dict[Key, Obj]] = {}
-        self.history: deque[WatchEvent] = deque()
-        # Watches may start from any resourceVersion >= floor: later history is complete.
-        self.floor = 0
-        self.watchers: dict[tuple[str, str], list[Watcher]] = {}
         namespaces = self.registry.lookup("", "v1", "namespaces")
         assert namespaces is not None
         for name in SYSTEM_NAMESPACES:
@@ -92,7 +79,7 @@ class Store:
     def reset(self) -> None:
         """Back to a fresh server; open watches end."""
         with self.lock:
-            self.drop_watches("graceful")
+            self.watches.forget()
             self._reset_state()
 
     def lookup(self, group: str, version: str, plural: str) -> ResourceType | None:
@@ -115,15 +102,10 @@ class Store:
         sharing = self.registry.sharing_storage(key)
         return next((rt for rt in sharing if rt.api_version == rt.storage_api_version), sharing[0])
 
-    # ---- history and watchers -------------------------------------------------------
+    # ---- committing changes -----------------------------------------------------------
 
     def _record(self, rt: ResourceType, kind: str, obj: Obj, old: Obj | None) -> None:
-        event = WatchEvent(self.rv, kind, rt.storage_key, obj, old)
-        self.history.append(event)
-        while len(self.history) > self.history_limit:
-            self.floor = self.history.popleft().rv
-        for watcher in self.watchers.get(rt.storage_key, ()):
-            watcher.offer(event)
+        self.watches.publish(WatchEvent(self.rv, kind, rt.storage_key, obj, old))
 
     def _next_rv(self) -> str:
         self.rv += 1
@@ -148,6 +130,8 @@ class Store:
         self._after_removal(rt, gone)
         return gone
 
+    # ---- watches --------------------------------------------------------------------
+
     def watch(
         self,
         rt: ResourceType,
@@ -169,20 +153,9 @@ class Store:
                 if send_initial_events and bookmarks:
                     watcher.push(self.bookmark(rt, initial_events_end=True))
             else:
-                start = _parse_rv(resource_version)
-                if start < self.floor:
-                    raise errors.expired(f"too old resource version: {start} ({self.floor})")
-                for event in self.history:
-                    if event.rv > start and event.storage_key == rt.storage_key:
-                        watcher.offer(event)
-            self.watchers.setdefault(rt.storage_key, []).append(watcher)
+                self.watches.replay(watcher, _parse_rv(resource_version))
+            self.watches.add(watcher)
             return watcher
-
-    def unwatch(self, watcher: Watcher) -> None:
-        with self.lock:
-            registered = self.watchers.get(watcher.rt.storage_key, [])
-            if watcher in registered:
-                registered.remove(watcher)
 
     def bookmark(self, rt: ResourceType, *, initial_events_end: bool = False) -> Delivery:
         meta: Obj = {"resourceVersion": str(self.rv)}
@@ -197,34 +170,10 @@ class Store:
         with self.lock:
             return self.bookmark(watcher.rt) if watcher.idle() else None
 
-    def watch_count(self) -> int:
-        with self.lock:
-            return sum(len(ws) for ws in self.watchers.values())
-
-    def drop_watches(self, mode: str = "abrupt") -> int:
-        with self.lock:
-            dropped = [w for ws in self.watchers.values() for w in ws]
-            self.watchers = {}
-        for watcher in dropped:
-            watcher.close(mode)
-        return len(dropped)
-
-    def stall_watches(self, stalled: bool) -> None:
-        if stalled:
-            self.stalled.set()
-            return
-        self.stalled.clear()
-        with self.lock:
-            watchers = [w for ws in self.watchers.values() for w in ws]
-        for watcher in watchers:
-            with watcher.cond:
-                watcher.cond.notify_all()
-
     def compact(self) -> None:
+        """Forget all history up to now: watches from older resourceVersions get 410."""
         with self.lock:
-            self.history.clear()
-            self.floor = self.rv
-            log.info("history compacted", resource_version=self.rv)
+            self.watches.compact(self.rv)
 
     # ---- reads ----------------------------------------------------------------------
 
@@ -245,7 +194,7 @@ class Store:
         matcher = Watcher(rt, namespace, labels, fields)
         token_rv, start = _decode_continue(continue_token) if continue_token else (0, None)
         with self.lock:
-            if token_rv and token_rv < self.floor:
+            if token_rv and token_rv < self.watches.floor:
                 raise errors.expired(
                     "The provided continue parameter is too old to display a consistent list "
                     "result. You can start a new list without the continue parameter."
@@ -294,7 +243,7 @@ class Store:
     def _new_object(
         self, rt: ResourceType, namespace: str | None, body: Obj, strict: bool = False
     ) -> Obj:
-        obj = _checked_body(rt, body)
+        obj = checked_body(rt, body)
         meta = obj.setdefault("metadata", {})
         if rt.namespaced:
             if meta.get("namespace") not in (None, "", namespace):
@@ -327,7 +276,8 @@ class Store:
             meta["generation"] = 1
         if rt.status_subresource:
             obj.pop("status", None)
-        self._prepare(rt, obj, None, strict)
+        admit(rt, obj, None, strict=strict, now=rfc3339(self.clock))
+        self._check_crd_serving(rt)
         return obj
 
     def _generated_name(self, rt: ResourceType, namespace: str | None, prefix: str) -> str:
@@ -338,7 +288,7 @@ class Store:
         raise errors.already_exists(rt.plural, rt.group, prefix)
 
     def _check_namespace_open(self, namespace: str) -> None:
-        stored = self.objects.get(("", "namespaces"), {}).get(("", namespace))
+        stored = self.objects.get(NAMESPACES_KEY, {}).get(("", namespace))
         if stored is None:
             raise errors.not_found("namespaces", "", namespace)
         if stored["metadata"].get("deletionTimestamp"):
@@ -347,50 +297,14 @@ class Store:
                 "terminated"
             )
 
-    # ---- type-specific preparation (validation, defaults, server-owned fields) -------
-
-    def _prepare(self, rt: ResourceType, obj: Obj, old: Obj | None, strict: bool = False) -> None:
-        meta = obj["metadata"]
-        name = meta.get("name", "")
-        causes = name_causes(name, label=rt.plural == "namespaces") if old is None else []
-        causes += label_causes(meta.get("labels")) + annotation_causes(meta.get("annotations"))
-        if causes:
-            raise errors.invalid(rt.kind, rt.group, name, causes)
-        if rt.schema is not None:
-            self._apply_schema(rt, obj, old, strict)
-        if rt.storage_key == ("", "namespaces"):
-            _prepare_namespace(obj)
-        elif rt.storage_key == ("", "secrets"):
-            _prepare_secret(obj)
-        elif rt.storage_key == CRD_TYPE_KEY:
-            prepare_crd(obj, old, rfc3339(self.clock))
-        elif rt.crd_name is not None and old is None:
-            crd = self.objects.get(CRD_TYPE_KEY, {}).get(("", rt.crd_name))
-            if crd is not None and crd["metadata"].get("deletionTimestamp"):
-                raise errors.method_not_allowed(
-                    "create not allowed while custom resource definition is terminating"
-                )
-
-    def _apply_schema(self, rt: ResourceType, obj: Obj, old: Obj | None, strict: bool) -> None:
-        try:
-            from .schema import apply_structural_schema
-        except ImportError:  # the structural-schema module is optional
+    def _check_crd_serving(self, rt: ResourceType) -> None:
+        """No new custom resource while its CRD is being deleted."""
+        if rt.crd_name is None:
             return
-        assert rt.schema is not None
-        # The schema governs the payload; metadata, apiVersion and kind are the server's.
-        kept = {k: obj[k] for k in ("apiVersion", "kind", "metadata") if k in obj}
-        before = clone(obj) if strict else None
-        causes = apply_structural_schema(rt.schema, obj, old)
-        obj.update(kept)
-        unknown = list(_pruned_paths(before, obj, "")) if before is not None else []
-        if unknown:
-            raise errors.bad_request(
-                f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
-                + ", ".join(f'strict decoding error: unknown field "{p}"' for p in unknown)
-            )
-        if causes:
-            raise errors.invalid(
-                rt.kind, rt.group, kept["metadata"].get("name", ""), [dict(c) for c in causes]
+        crd = self.objects.get(CRD_TYPE_KEY, {}).get(("", rt.crd_name))
+        if crd is not None and crd["metadata"].get("deletionTimestamp"):
+            raise errors.method_not_allowed(
+                "create not allowed while custom resource definition is terminating"
             )
 
     def _register_crd(self, crd: Obj) -> None:
@@ -416,7 +330,7 @@ class Store:
     ) -> Obj:
         with self.lock:
             current = self._current(rt, namespace, name)
-            body = _checked_body(rt, body)
+            body = checked_body(rt, body)
             return self._write(
                 rt, current, body, subresource, dry_run, rt.unconditional_update, strict
             )
@@ -535,7 +449,7 @@ class Store:
                     "Forbidden: no new finalizers can be added if the object is being deleted, "
                     "found new finalizers []string{" + ", ".join(f'"{f}"' for f in added) + "}",
                 )  # fmt: skip
-        self._prepare(rt, candidate, current, strict)
+        admit(rt, candidate, current, strict=strict, now=rfc3339(self.clock))
         if rt.generation and _spec_part(candidate) != _spec_part(current):
             candidate["metadata"]["generation"] = old_meta.get("generation", 0) + 1
         if candidate == current:
@@ -573,13 +487,13 @@ class Store:
                         f"Precondition failed: {field} in precondition: {wanted}, "
                         f"{field} in object meta: {meta.get(field)}",
                     )  # fmt: skip
-            if rt.storage_key == ("", "namespaces") and name in UNDELETABLE_NAMESPACES:
+            if rt.storage_key == NAMESPACES_KEY and name in UNDELETABLE_NAMESPACES:
                 raise errors.forbidden(
                     f'namespaces "{name}" is forbidden: this namespace may not be deleted'
                 )
             if meta.get("deletionTimestamp"):
                 return current, True  # already terminating: nothing more to do
-            keeps = bool(meta.get("finalizers")) or rt.storage_key == ("", "namespaces")
+            keeps = bool(meta.get("finalizers")) or rt.storage_key == NAMESPACES_KEY
             if not keeps:
                 return (current, False) if dry_run else (self._remove(rt, current), False)
             terminating = clone(current)
@@ -587,7 +501,7 @@ class Store:
             terminating["metadata"]["deletionGracePeriodSeconds"] = 0
             if rt.generation:
                 terminating["metadata"]["generation"] = meta.get("generation", 0) + 1
-            if rt.storage_key == ("", "namespaces"):
+            if rt.storage_key == NAMESPACES_KEY:
                 terminating["status"] = {"phase": "Terminating"}
             elif rt.storage_key == CRD_TYPE_KEY:
                 prepare_crd(terminating, current, rfc3339(self.clock))
@@ -617,7 +531,7 @@ class Store:
     def _cascade(self, rt: ResourceType, container: Obj) -> None:
         """Deleting a namespace or a CRD deletes what it holds (the controllers' job)."""
         name = container["metadata"]["name"]
-        if rt.storage_key == ("", "namespaces"):
+        if rt.storage_key == NAMESPACES_KEY:
             for storage_key, bucket in list(self.objects.items()):
                 inside = [o for (ns, _), o in bucket.items() if ns == name]
                 if inside:
@@ -645,11 +559,10 @@ class Store:
             log.debug("custom resources no longer served", crd=obj["metadata"]["name"])
             for gone in self.registry.remove_crd(obj["metadata"]["name"]):
                 self.objects.pop(gone.storage_key, None)
-                for watcher in self.watchers.pop(gone.storage_key, []):
-                    watcher.close("graceful")
+                self.watches.end_watches_of(gone.storage_key)
 
     def _finish_namespace(self, namespace: str) -> None:
-        ns_type = self._storage_type(("", "namespaces"))
+        ns_type = self._storage_type(NAMESPACES_KEY)
         stored = self._bucket(ns_type).get(("", namespace))
         if stored is None or not stored["metadata"].get("deletionTimestamp"):
             return
@@ -679,58 +592,6 @@ class Store:
             self._remove(rt, obj)
         else:
             self._put(rt, obj, rt.from_storage(stored))
-
-
-def _pruned_paths(before: Any, after: Any, path: str) -> Iterator[str]:
-    """Fields of `before` that pruning removed (nulls aside: dropping those is not an error)."""
-    if isinstance(before, dict) and isinstance(after, dict):
-        for key, value in before.items():
-            child = f"{path}.{key}" if path else key
-            if key not in after:
-                if value is not None:
-                    yield child
-            else:
-                yield from _pruned_paths(value, after[key], child)
-    elif isinstance(before, list) and isinstance(after, list) and len(before) == len(after):
-        for index, (old, new) in enumerate(zip(before, after, strict=True)):
-            yield from _pruned_paths(old, new, f"{path}[{index}]")
-
-
-def _prepare_secret(obj: Obj) -> None:
-    """As the API server does: `stringData` is a write-only convenience, merged into `data`
-    (base64) and never stored."""
-    string_data = obj.pop("stringData", None) or {}
-    if string_data:
-        data = obj.setdefault("data", {}) or {}
-        for key, value in string_data.items():
-            data[key] = base64.b64encode(str(value).encode()).decode()
-        obj["data"] = data
-
-
-def _prepare_namespace(obj: Obj) -> None:
-    meta = obj["metadata"]
-    meta.setdefault("labels", {})["kubernetes.io/metadata.name"] = meta["name"]
-    spec = obj.setdefault("spec", {})
-    spec.setdefault("finalizers", [NAMESPACE_FINALIZER])
-    obj["status"] = {"phase": "Terminating" if meta.get("deletionTimestamp") else "Active"}
-
-
-def _checked_body(rt: ResourceType, body: Any) -> Obj:
-    if not isinstance(body, dict):
-        raise errors.bad_request("the request body must be a JSON object")
-    api_version, kind = body.get("apiVersion"), body.get("kind")
-    if api_version not in (None, "", rt.api_version) or kind not in (None, "", rt.kind):
-        raise errors.bad_request(
-            f"the API version in the data ({api_version}) does not match the expected API "
-            f"version ({rt.api_version})"
-            if api_version not in (None, "", rt.api_version)
-            else f"the kind in the data ({kind}) does not match the expected kind ({rt.kind})"
-        )
-    obj = clone(body)
-    obj["apiVersion"], obj["kind"] = rt.api_version, rt.kind
-    if not isinstance(obj.get("metadata", {}), dict):
-        raise errors.bad_request("metadata must be an object")
-    return obj
 
 
 def _parse_rv(value: str | None) -> int:

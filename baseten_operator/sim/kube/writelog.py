@@ -6,18 +6,14 @@ leader-election identity in it can be checked for writes after they lost the Lea
 
 from __future__ import annotations
 
-import threading
 import time
-from typing import Any
+
+from baseten_operator.sim.recordlog import RecordLog
 
 WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
 
 
-class WriteLog:
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._entries: list[dict[str, Any]] = []
-
+class WriteLog(RecordLog):
     def record(
         self,
         *,
@@ -29,22 +25,14 @@ class WriteLog:
         user_agent: str | None,
     ) -> None:
         """Log a write on arrival (before injected failures), stamped with wall-clock time."""
-        entry = {
-            "time": time.time(),
-            "verb": verb,
-            "resource": resource,
-            "namespace": namespace,
-            "name": name,
-            "subresource": subresource,
-            "user_agent": user_agent,
-        }
-        with self._lock:
-            self._entries.append(entry)
-
-    def entries(self, since: int = 0) -> list[dict[str, Any]]:
-        with self._lock:
-            return [dict(entry) for entry in self._entries[since:]]
-
-    def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
+        self.append(
+            {
+                "time": time.time(),
+                "verb": verb,
+                "resource": resource,
+                "namespace": namespace,
+                "name": name,
+                "subresource": subresource,
+                "user_agent": user_agent,
+            }
+        )

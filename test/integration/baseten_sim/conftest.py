@@ -63,13 +63,22 @@ def validate() -> Validate:
     )
     schemas = spec["components"]["schemas"]
 
+    def matches(instance: Any, ref: dict) -> bool:
+        """Whether `instance` is valid against a `#/components/...` reference of the spec."""
+        absolute = {"$ref": ref["$ref"].replace("#", f"{SPEC_URI}#", 1)}
+        return Draft202012Validator(absolute, registry=registry).is_valid(instance)
+
     def check_declared(instance: Any, schema: dict) -> None:
         if "$ref" in schema:
             check_declared(instance, schemas[schema["$ref"].rsplit("/", 1)[1]])
             return
-        for option in schema.get("anyOf", []):
-            if "$ref" in option and isinstance(instance, dict):
-                check_declared(instance, option)
+        # Of an anyOf's object shapes, the one the instance is (a schedule is a recurring
+        # one or a one-time one) declares its properties.
+        shapes = [option for option in schema.get("anyOf", []) if "$ref" in option]
+        if isinstance(instance, dict) and shapes:
+            chosen = [option for option in shapes if matches(instance, option)]
+            assert chosen, f"{schema.get('title')}: matches none of {shapes}"
+            check_declared(instance, chosen[0])
         if isinstance(instance, dict) and "properties" in schema:
             undeclared = set(instance) - set(schema["properties"])
             assert not undeclared, f"{schema.get('title')}: undeclared {undeclared}"

@@ -104,3 +104,96 @@ def test_validator_catches_a_wrong_shape(validate) -> None:
         validate({"models": [{"id": "x"}]}, "ModelsV1")
     with pytest.raises(AssertionError):
         validate({"success": True, "surprise": 1}, "ActivateResponseV1")
+
+
+def test_autoscaling_schedules_match_the_spec(
+    sim: BasetenSimulator, http: requests.Session, clock: FakeClock, validate
+) -> None:
+    """A PATCH in the spec's request shape (DAILY and HOURLY upserts), plus the ONE_TIME
+    schedules its read models show; the environment read back with its schedules and the
+    window in force."""
+    mid = sim.seed_model("llama")["id"]
+    dep = sim.seed_deployment(mid, "v1", autoscaling_settings={"min_replica": 1})
+    sim.seed_environment(mid, "production", current_deployment_id=dep["id"])
+    env_url = f"{sim.api_url}/models/{mid}/environments/production"
+    inherit = dict.fromkeys(
+        (
+            "autoscaling_window",
+            "scale_down_delay",
+            "concurrency_target",
+            "target_utilization_percentage",
+            "target_in_flight_tokens",
+            "max_scale_down_rate",
+        )
+    )
+    recurring = {
+        "timezone": "America/Los_Angeles",
+        "schedules": [
+            {
+                "name": "evenings",  # 2026-01-01T00:00Z is Wednesday 16:00 in Los Angeles
+                "enabled": True,
+                "cadence": "DAILY",
+                "weekdays": ["WEDNESDAY"],
+                "start_hour": 15,
+                "start_minute": 30,
+                "end_hour": 18,
+                "end_minute": 0,
+                "autoscaling_settings": {"min_replica": 2, "max_replica": 4, **inherit},
+            },
+            {
+                "name": "every-hour",
+                "enabled": False,
+                "cadence": "HOURLY",
+                "weekdays": ["MONDAY"],
+                "start_minute": 0,
+                "end_minute": 10,
+                "autoscaling_settings": {"min_replica": 1, "max_replica": 3, **inherit},
+            },
+        ],
+    }
+    request = {"autoscaling_schedule_settings": recurring}
+    validate(request, "UpdateEnvironmentRequestV1")
+
+    answer = http.patch(env_url, json=request)
+    assert answer.status_code == 200, answer.text
+    validate(answer.json(), "UpdateEnvironmentResponseV1")
+    one_time = {
+        "name": "launch",
+        "enabled": True,
+        "cadence": "ONE_TIME",
+        "start_at": "2026-01-02T00:00:00Z",
+        "end_at": "2026-01-02T06:00:00+00:00",
+        "autoscaling_settings": {"min_replica": 6, "max_replica": 8, **inherit},
+    }
+    answer = http.patch(env_url, json={"autoscaling_schedule_settings": {"schedules": [one_time]}})
+    assert answer.status_code == 200, answer.text
+    clock.advance(60)
+
+    env = http.get(env_url).json()
+    validate(env, "EnvironmentV1")
+    schedules = env["autoscaling_schedules"]
+    validate(schedules, "EnvironmentAutoscalingSchedulesV1")
+    evenings, every_hour, launch = schedules["schedules"]
+    validate(evenings, "AutoscalingScheduleV1")
+    validate(every_hour, "AutoscalingScheduleV1")
+    validate(launch, "OneTimeAutoscalingScheduleV1")
+    state = schedules["applied_state"]
+    validate(state, "AutoscalingScheduleStateV1")
+    assert state["schedule_id"] == evenings["id"]
+    assert (
+        state["autoscaling_settings"]["min_replica"],
+        state["autoscaling_settings"]["max_replica"],
+    ) == (2, 4)
+    validate(http.get(f"{sim.api_url}/models/{mid}/environments").json(), "EnvironmentsV1")
+
+    clock.advance(24 * 3600)  # Thursday 16:01 in Los Angeles: launch, 00:00Z to 06:00Z
+    state = http.get(env_url).json()["autoscaling_schedules"]["applied_state"]
+    assert state["schedule_id"] == launch["id"]
+
+    refused = http.patch(
+        env_url,
+        json={"autoscaling_schedule_settings": {"schedules": [{**one_time, "end_at": None}]}},
+    )
+    assert refused.status_code == 400
+    assert set(refused.json()) == {"code", "message", "details"}
+    assert "start_at and end_at are required for ONE_TIME schedules" in refused.json()["message"]

@@ -13,7 +13,7 @@ import pytest
 import requests
 import yaml
 
-from baseten_operator.sim.baseten import BasetenSimulator, LifecycleDurations
+from baseten_operator.sim.baseten import BasetenSimulator
 
 pytestmark = pytest.mark.integration
 
@@ -53,9 +53,9 @@ print(json.dumps({"model_id": service.model_id, "deployment_id": service.model_v
 
 @pytest.fixture
 def live_sim() -> Iterator[BasetenSimulator]:
-    # No scaling to zero here: ACTIVE must stay observable however slow the machine is.
-    durations = LifecycleDurations(scale_to_zero=1e9)
-    simulator = BasetenSimulator(API_KEY, time_scale=TIME_SCALE, durations=durations)
+    # A pushed deployment (min_replica 0) stays ACTIVE for its scale_down_delay, 900 s: nine
+    # seconds at this time scale, plenty to observe it.
+    simulator = BasetenSimulator(API_KEY, time_scale=TIME_SCALE)
     simulator.start()
     try:
         yield simulator

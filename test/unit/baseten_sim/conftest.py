@@ -22,4 +22,4 @@ def engine(clock: FakeClock) -> SimEngine:
 
 @pytest.fixture
 def model_id(engine: SimEngine) -> str:
-    return engine.seed_model("llama")["id"]
+    return engine.controls.seed_model("llama")["id"]

@@ -9,9 +9,12 @@ import pytest
 from baseten_operator.runtime.clock import FakeClock
 from baseten_operator.sim.baseten.engine import LifecycleDurations, SimEngine
 from baseten_operator.sim.baseten.errors import SimError
+from baseten_operator.sim.baseten.records import DEFAULT_AUTOSCALING
 
 D = LifecycleDurations()
 PUSH = D.build + D.deploy + D.load_model
+# A deployment allowed zero replicas scales to zero after its own scale_down_delay.
+SCALE_DOWN_DELAY = DEFAULT_AUTOSCALING["scale_down_delay"]
 
 
 def push(engine: SimEngine, model_id: str, name: str, **config: Any) -> dict:
@@ -25,7 +28,7 @@ def status(engine: SimEngine, model_id: str, dep_id: str) -> str:
 
 
 def active_deployment(engine: SimEngine, model_id: str, name: str, **autoscaling: Any) -> dict:
-    return engine.seed_deployment(
+    return engine.controls.seed_deployment(
         model_id, name, autoscaling_settings={"min_replica": 1, **autoscaling}
     )
 
@@ -50,7 +53,7 @@ def test_push_goes_through_build_deploy_load_to_active(
 
 def test_time_scale_shortens_every_step(clock: FakeClock) -> None:
     engine = SimEngine(clock=clock, time_scale=0.01)
-    model_id = engine.seed_model("m")["id"]
+    model_id = engine.controls.seed_model("m")["id"]
     dep = push(engine, model_id, "v1")
     clock.advance(PUSH * 0.01)
     assert status(engine, model_id, dep["id"]) == "ACTIVE"
@@ -60,9 +63,46 @@ def test_late_reads_apply_every_missed_step(
     engine: SimEngine, clock: FakeClock, model_id: str
 ) -> None:
     dep = push(engine, model_id, "v1")
-    clock.advance(PUSH + D.scale_to_zero)
+    clock.advance(PUSH + SCALE_DOWN_DELAY)
     view = engine.get_deployment(model_id, dep["id"])
     assert (view["status"], view["active_replica_count"]) == ("SCALED_TO_ZERO", 0)
+
+
+def test_zero_replicas_allowed_scales_to_zero_after_the_deployments_own_delay(
+    engine: SimEngine, clock: FakeClock, model_id: str
+) -> None:
+    dep = engine.controls.seed_deployment(
+        model_id, "v1", autoscaling_settings={"min_replica": 0, "scale_down_delay": 120}
+    )
+    clock.advance(119.9)
+    assert status(engine, model_id, dep["id"]) == "ACTIVE"
+    clock.advance(0.1)
+    view = engine.get_deployment(model_id, dep["id"])
+    assert (view["status"], view["active_replica_count"]) == ("SCALED_TO_ZERO", 0)
+
+
+def test_the_scale_down_delay_runs_at_the_time_scale(clock: FakeClock) -> None:
+    engine = SimEngine(clock=clock, time_scale=0.05)
+    model_id = engine.controls.seed_model("m")["id"]
+    dep = push(engine, model_id, "v1")
+    clock.advance(PUSH * 0.05)
+    assert status(engine, model_id, dep["id"]) == "ACTIVE"
+    clock.advance(SCALE_DOWN_DELAY * 0.05 - 0.01)  # 45 s, not a fixed 1.5 s
+    assert status(engine, model_id, dep["id"]) == "ACTIVE"
+    clock.advance(0.01)
+    assert status(engine, model_id, dep["id"]) == "SCALED_TO_ZERO"
+
+
+def test_a_new_scale_down_delay_starts_the_wait_again(
+    engine: SimEngine, clock: FakeClock, model_id: str
+) -> None:
+    dep = engine.controls.seed_deployment(model_id, "v1")  # min_replica 0, 900 s delay
+    clock.advance(800)
+    engine.update_deployment_autoscaling(model_id, dep["id"], {"scale_down_delay": 300})
+    clock.advance(299)
+    assert status(engine, model_id, dep["id"]) == "ACTIVE"
+    clock.advance(1)
+    assert status(engine, model_id, dep["id"]) == "SCALED_TO_ZERO"
 
 
 def test_min_replica_zero_scales_to_zero_and_back(
@@ -73,7 +113,7 @@ def test_min_replica_zero_scales_to_zero_and_back(
     engine.update_deployment_autoscaling(model_id, dep["id"], {"min_replica": 2})
     assert engine.get_deployment(model_id, dep["id"])["active_replica_count"] == 2
     engine.update_deployment_autoscaling(model_id, dep["id"], {"min_replica": 0})
-    clock.advance(D.scale_to_zero)
+    clock.advance(SCALE_DOWN_DELAY)
     view = engine.get_deployment(model_id, dep["id"])
     assert (view["status"], view["active_replica_count"]) == ("SCALED_TO_ZERO", 0)
     engine.update_deployment_autoscaling(model_id, dep["id"], {"min_replica": 1})
@@ -110,7 +150,7 @@ def test_activate_and_deactivate(engine: SimEngine, clock: FakeClock, model_id: 
 def test_activation_with_min_replica_zero_ends_scaled_to_zero(
     engine: SimEngine, clock: FakeClock, model_id: str
 ) -> None:
-    dep = engine.seed_deployment(model_id, "v1", status="INACTIVE")
+    dep = engine.controls.seed_deployment(model_id, "v1", status="INACTIVE")
     engine.activate(model_id, dep["id"])
     clock.advance(D.activate)
     assert status(engine, model_id, dep["id"]) == "SCALED_TO_ZERO"
@@ -123,7 +163,7 @@ def test_retry_restarts_failed_deployments_only(
     refused = engine.retry(model_id, dep["id"])
     assert refused["retried"] is False
     assert "BUILDING" in refused["reason"]
-    engine.fail_deployment(dep["id"], "BUILD_FAILED")
+    engine.controls.fail_deployment(dep["id"], "BUILD_FAILED")
     clock.advance(PUSH)
     assert status(engine, model_id, dep["id"]) == "BUILD_FAILED"  # the old build's steps are gone
     retried = engine.retry(model_id, dep["id"])
@@ -161,7 +201,7 @@ def test_promotion_copies_a_deployment_attached_elsewhere(
     engine: SimEngine, clock: FakeClock, model_id: str
 ) -> None:
     dep = active_deployment(engine, model_id, "v1")
-    engine.seed_environment(model_id, "staging", current_deployment_id=dep["id"])
+    engine.controls.seed_environment(model_id, "staging", current_deployment_id=dep["id"])
     engine.create_environment(model_id, "production")
     promoted = engine.promote(model_id, "production", dep["id"])
     assert promoted["id"] != dep["id"]
@@ -191,7 +231,7 @@ def test_promotion_copies_on_redeploy_or_other_instance_type(
     instance_config: dict,
 ) -> None:
     first = active_deployment(engine, model_id, "v1")
-    engine.seed_environment(
+    engine.controls.seed_environment(
         model_id, "production", current_deployment_id=first["id"], promotion_settings=settings
     )
     second = push(engine, model_id, "v2", **instance_config)
@@ -205,7 +245,7 @@ def test_promotion_keeps_the_deployment_type_when_not_preserving_env_instance_ty
     engine: SimEngine, clock: FakeClock, model_id: str
 ) -> None:
     first = active_deployment(engine, model_id, "v1")
-    engine.seed_environment(model_id, "production", current_deployment_id=first["id"])
+    engine.controls.seed_environment(model_id, "production", current_deployment_id=first["id"])
     big = push(engine, model_id, "v2", resources={"cpu": "4", "memory": "16Gi"})
     clock.advance(PUSH)
     promoted = engine.promote(model_id, "production", big["id"], preserve_env_instance_type=False)
@@ -233,7 +273,7 @@ def _promote_over(
     engine: SimEngine, clock: FakeClock, model_id: str, strategy: str, **promote: Any
 ) -> tuple[dict, dict]:
     old = active_deployment(engine, model_id, "v1")
-    engine.seed_environment(
+    engine.controls.seed_environment(
         model_id,
         "production",
         current_deployment_id=old["id"],
@@ -250,7 +290,7 @@ def test_cleanup_scale_to_zero(engine: SimEngine, clock: FakeClock, model_id: st
     previous = engine.get_deployment(model_id, old["id"])
     assert previous["autoscaling_settings"]["min_replica"] == 0
     assert (previous["is_production"], previous["environment"]) == (False, None)
-    clock.advance(D.scale_to_zero)
+    clock.advance(SCALE_DOWN_DELAY)
     previous = engine.get_deployment(model_id, old["id"])
     assert (previous["status"], previous["active_replica_count"]) == ("SCALED_TO_ZERO", 0)
     assert status(engine, model_id, new["id"]) == "ACTIVE"
@@ -271,7 +311,7 @@ def test_cleanup_kept(
     engine: SimEngine, clock: FakeClock, model_id: str, strategy: str, promote: dict
 ) -> None:
     old, _ = _promote_over(engine, clock, model_id, strategy, **promote)
-    clock.advance(D.scale_to_zero + D.deactivate)
+    clock.advance(SCALE_DOWN_DELAY + D.deactivate)
     previous = engine.get_deployment(model_id, old["id"])
     assert (previous["status"], previous["active_replica_count"]) == ("ACTIVE", 1)
 
@@ -300,7 +340,7 @@ def test_failed_candidate_ends_the_promotion(
     engine.create_environment(model_id, "production")
     dep = push(engine, model_id, "v1")
     engine.promote(model_id, "production", dep["id"])
-    engine.fail_deployment(dep["id"], "BUILD_STOPPED")
+    engine.controls.fail_deployment(dep["id"], "BUILD_STOPPED")
     env = engine.get_environment(model_id, "production")
     assert (env["candidate_deployment"], env["in_progress_promotion"]) == (None, None)
     assert status(engine, model_id, dep["id"]) == "BUILD_STOPPED"
@@ -315,22 +355,22 @@ def test_control_completes_and_fails_promotions(
     )
     dep = push(engine, model_id, "v1")
     engine.promote(model_id, "production", dep["id"])
-    env = engine.complete_promotion(model_id, "production")
+    env = engine.controls.complete_promotion(model_id, "production")
     assert env["current_deployment"]["id"] == dep["id"]
     assert env["current_deployment"]["status"] == "ACTIVE"
     copy = engine.promote(model_id, "staging", dep["id"])
-    env = engine.fail_promotion(model_id, "staging")
+    env = engine.controls.fail_promotion(model_id, "staging")
     assert env["candidate_deployment"] is None
     assert status(engine, model_id, copy["id"]) == "DEPLOY_FAILED"
     with pytest.raises(SimError):
-        engine.complete_promotion(model_id, "staging")
+        engine.controls.complete_promotion(model_id, "staging")
 
 
 def test_environment_patch_applies_after_a_delay(
     engine: SimEngine, clock: FakeClock, model_id: str
 ) -> None:
     dep = active_deployment(engine, model_id, "v1", max_replica=5)
-    engine.seed_environment(model_id, "production", current_deployment_id=dep["id"])
+    engine.controls.seed_environment(model_id, "production", current_deployment_id=dep["id"])
     answer = engine.update_environment(
         model_id,
         "production",
@@ -377,8 +417,8 @@ def test_ttl_deactivation_keeps_the_environment_attached(
     engine: SimEngine, clock: FakeClock, model_id: str
 ) -> None:
     dep = active_deployment(engine, model_id, "v1")
-    engine.seed_environment(model_id, "production", current_deployment_id=dep["id"])
-    engine.deactivate_deployment(dep["id"])
+    engine.controls.seed_environment(model_id, "production", current_deployment_id=dep["id"])
+    engine.controls.deactivate_deployment(dep["id"])
     clock.advance(D.deactivate)
     current = engine.get_environment(model_id, "production")["current_deployment"]
     assert (current["id"], current["status"]) == (dep["id"], "INACTIVE")
@@ -389,7 +429,7 @@ def test_delete_model_cascades_and_current_deployment_is_protected(
 ) -> None:
     dep = active_deployment(engine, model_id, "v1")
     other = active_deployment(engine, model_id, "v2")
-    engine.seed_environment(model_id, "production", current_deployment_id=dep["id"])
+    engine.controls.seed_environment(model_id, "production", current_deployment_id=dep["id"])
     with pytest.raises(SimError):
         engine.delete_deployment(model_id, dep["id"])
     assert engine.delete_deployment(model_id, other["id"])["deleted"] is True
@@ -401,7 +441,7 @@ def test_delete_model_cascades_and_current_deployment_is_protected(
 
 
 def test_list_filters_by_exact_name(engine: SimEngine, model_id: str) -> None:
-    engine.seed_model("llama-2")
+    engine.controls.seed_model("llama-2")
     active_deployment(engine, model_id, "v1")
     active_deployment(engine, model_id, "v1.1700000000")
     assert [m["name"] for m in engine.list_models("llama")] == ["llama"]

@@ -1,0 +1,168 @@
+"""What a test does to the simulated account besides calling the API: seed models,
+deployments and environments as if they had been there all along, and act as Baseten
+(a failed build, a finished promotion, the inactivity TTL) or a person in its UI would.
+
+`BasetenSimulator` exposes these as its control methods and `POST /_sim/<method>`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from baseten_operator.sim.baseten import autoscaling_schedules
+from baseten_operator.sim.baseten.account import Account
+from baseten_operator.sim.baseten.autoscaling_schedules import ScheduleEdit
+from baseten_operator.sim.baseten.errors import SimError, bad_request
+from baseten_operator.sim.baseten.lifecycle import PUSH_STATUSES, Lifecycle
+from baseten_operator.sim.baseten.records import (
+    ACTIVE,
+    DEACTIVATING,
+    DEFAULT_TEAM_ID,
+    DEPLOY_FAILED,
+    DEPLOYMENT_STATUSES,
+    INACTIVE,
+    READY_STATUSES,
+    RETRYABLE_STATUSES,
+    Environment,
+    InstanceType,
+    Promotion,
+)
+
+
+class Controls:
+    def __init__(self, account: Account, lifecycle: Lifecycle) -> None:
+        self._account = account
+        self._lifecycle = lifecycle
+
+    def seed_model(self, name: str, team_id: str = DEFAULT_TEAM_ID) -> dict:
+        with self._account.session() as now:
+            return self._account.render_model(self._account.add_model(name, now, team_id))
+
+    def seed_deployment(
+        self,
+        model_id: str,
+        name: str,
+        *,
+        status: str = ACTIVE,
+        autoscaling_settings: dict[str, Any] | None = None,
+        labels: dict[str, Any] | None = None,
+        files: dict[str, str] | None = None,
+        truss_config: dict[str, Any] | None = None,
+    ) -> dict:
+        """An existing deployment; BUILDING/DEPLOYING/LOADING_MODEL ones carry on from there."""
+        if status not in DEPLOYMENT_STATUSES:
+            raise bad_request(f"Unknown deployment status {status!r}")
+        with self._account.session() as now:
+            model = self._account.model(model_id)
+            dep = self._account.add_deployment(
+                model,
+                name,
+                now,
+                status=status,
+                instance_type=InstanceType.from_truss_config(truss_config or {}),
+                autoscaling=autoscaling_settings,
+                labels=labels,
+                files=files,
+                truss_config=truss_config,
+            )
+            if status in PUSH_STATUSES:
+                self._lifecycle.push(dep, now, from_status=status)
+            elif status == ACTIVE:
+                self._lifecycle.finish_serving(dep, now)
+            else:
+                dep.deployed = status not in RETRYABLE_STATUSES
+            return self._account.render_deployment(dep)
+
+    def seed_environment(
+        self,
+        model_id: str,
+        name: str,
+        *,
+        current_deployment_id: str | None = None,
+        autoscaling_settings: dict[str, Any] | None = None,
+        promotion_settings: dict[str, Any] | None = None,
+        schedules: ScheduleEdit | None = None,
+    ) -> dict:
+        """An environment, serving `current_deployment_id` (which takes its autoscaling), with
+        the autoscaling schedules `schedules` creates."""
+        with self._account.session() as now:
+            current = (
+                self._account.deployment(model_id, current_deployment_id)
+                if current_deployment_id
+                else None
+            )
+            base = autoscaling_settings
+            if base is None and current is not None:
+                base = current.autoscaling
+            env = self._account.add_environment(model_id, name, now, base, promotion_settings)
+            if schedules is not None:
+                autoscaling_schedules.check(env, schedules)
+                edited = autoscaling_schedules.edited(env, schedules, self._account.new_id)
+                env.schedule_timezone, env.schedules = edited
+            if current is not None:
+                env.current_deployment_id = current.id
+                env.instance_type = current.instance_type
+                self._lifecycle.apply_autoscaling(current, env.autoscaling, now)
+            return self._account.render_environment(env, now)
+
+    def fail_deployment(self, deployment_id: str, status: str = DEPLOY_FAILED) -> dict:
+        if status not in DEPLOYMENT_STATUSES:
+            raise bad_request(f"Unknown deployment status {status!r}")
+        with self._account.session() as now:
+            dep = self._account.any_deployment(deployment_id)
+            self._lifecycle.cancel_pending(dep)
+            self._lifecycle.set_status(dep, status, now)
+            return self._account.render_deployment(dep)
+
+    def complete_deployment(self, deployment_id: str) -> dict:
+        """Skip the remaining lifecycle: the deployment is ACTIVE now."""
+        with self._account.session() as now:
+            dep = self._account.any_deployment(deployment_id)
+            self._lifecycle.cancel_pending(dep)
+            self._lifecycle.finish_serving(dep, now)
+            return self._account.render_deployment(dep)
+
+    def complete_promotion(self, model_id: str, env_name: str) -> dict:
+        """The promotion in progress succeeds now (its candidate ACTIVE if it was not ready)."""
+        with self._account.session() as now:
+            env, promotion = self._promotion(model_id, env_name)
+            candidate = self._account.deployments.get(promotion.candidate_id)
+            if candidate is not None and candidate.status not in READY_STATUSES:
+                self._lifecycle.cancel_pending(candidate)
+                candidate.status = ACTIVE
+                candidate.deployed = True
+            self._lifecycle.complete_promotion(env, now)
+            return self._account.render_environment(env, now)
+
+    def fail_promotion(self, model_id: str, env_name: str) -> dict:
+        """The promotion in progress fails now (a copy being built fails with it)."""
+        with self._account.session() as now:
+            env, promotion = self._promotion(model_id, env_name)
+            candidate = self._account.deployments.get(promotion.candidate_id)
+            env.promotion = None
+            if (
+                candidate is not None
+                and promotion.candidate_is_copy
+                and candidate.status not in READY_STATUSES
+            ):
+                self._lifecycle.cancel_pending(candidate)
+                candidate.status = DEPLOY_FAILED
+            return self._account.render_environment(env, now)
+
+    def deactivate_deployment(self, deployment_id: str) -> dict:
+        """Baseten's inactivity TTL: deactivates even deployments attached to an environment."""
+        with self._account.session() as now:
+            dep = self._account.any_deployment(deployment_id)
+            if dep.status not in (INACTIVE, DEACTIVATING):
+                self._lifecycle.deactivate(dep, now)
+            return self._account.render_deployment(dep)
+
+    def uploaded_files(self, deployment_id: str) -> dict[str, str]:
+        with self._account.session():
+            return dict(self._account.any_deployment(deployment_id).files)
+
+    def _promotion(self, model_id: str, env_name: str) -> tuple[Environment, Promotion]:
+        env = self._account.environment(model_id, env_name)
+        if env.promotion is None:
+            raise SimError(409, "CONFLICT", f"No promotion in progress for {env_name}")
+        return env, env.promotion
