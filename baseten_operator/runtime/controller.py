@@ -12,6 +12,11 @@ The shape and the outcome rules are controller-runtime's:
   an error, and never takes the worker thread down.
 Workers wait for every watched informer to sync before the first pass, so a pass
 never acts on a half-filled cache.
+
+Priorities (workqueue.py): a watch event a user caused (an add, a change, a deletion)
+is queued at the default priority; the initial list, a resync and every
+`requeue_after` re-check at the low one, so periodic work waits behind a user's. A
+failed pass is retried at the priority it ran with.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from baseten_operator.runtime.clock import Clock, RealClock
 from baseten_operator.runtime.fence import NotLeader
 from baseten_operator.runtime.logging import bound_context
 from baseten_operator.runtime.repeats import RepeatLimiter
-from baseten_operator.runtime.workqueue import RateLimitingQueue
+from baseten_operator.runtime.workqueue import DEFAULT_PRIORITY, LOW_PRIORITY, RateLimitingQueue
 
 _log = structlog.get_logger(__name__)
 
@@ -94,6 +99,12 @@ _BOOKKEEPING = ("resourceVersion", "managedFields")
 def _without_status(obj: dict) -> dict:
     metadata = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in _BOOKKEEPING}
     return {**{k: v for k, v in obj.items() if k != "status"}, "metadata": metadata}
+
+
+def _is_resync(old: dict, new: dict) -> bool:
+    """An informer resync hands the same object as old and new: nothing changed."""
+    version = (old.get("metadata") or {}).get("resourceVersion")
+    return version is not None and version == (new.get("metadata") or {}).get("resourceVersion")
 
 
 def ignore_status_only_updates(old: dict, new: dict) -> bool:
@@ -163,10 +174,11 @@ class Controller:
     ) -> None:
         """Enqueue whatever `map_fn` returns for each add, update (old and new) and delete.
 
-        `update_filter(old, new)` returning False drops that update.
+        `update_filter(old, new)` returning False drops that update. Adds of the initial
+        list (before the informer synced) and resyncs are queued at low priority.
         """
 
-        def enqueue_mapped(obj: dict) -> None:
+        def enqueue_mapped(obj: dict, priority: int) -> None:
             try:
                 requests = list(map_fn(obj))
             except Exception:
@@ -174,18 +186,23 @@ class Controller:
                 _log.exception("mapping a watch event failed", controller=self._name)
                 return
             for request in requests:
-                self._queue.add(request)
+                self._queue.add(request, priority)
+
+        def on_add(obj: dict) -> None:
+            enqueue_mapped(obj, DEFAULT_PRIORITY if informer.has_synced() else LOW_PRIORITY)
 
         def on_update(old: dict, new: dict) -> None:
             if update_filter is not None and not update_filter(old, new):
                 return
+            priority = LOW_PRIORITY if _is_resync(old, new) else DEFAULT_PRIORITY
             # Both sides: an object that stops referring to a primary must reach it too.
-            enqueue_mapped(old)
-            enqueue_mapped(new)
+            enqueue_mapped(old, priority)
+            enqueue_mapped(new, priority)
 
-        informer.add_event_handler(
-            on_add=enqueue_mapped, on_update=on_update, on_delete=enqueue_mapped
-        )
+        def on_delete(obj: dict) -> None:
+            enqueue_mapped(obj, DEFAULT_PRIORITY)
+
+        informer.add_event_handler(on_add=on_add, on_update=on_update, on_delete=on_delete)
         self._sources.append(informer)
 
     def longest_running_pass(self) -> float:
@@ -193,6 +210,7 @@ class Controller:
         return max(self._queue.processing_ages(), default=0.0)
 
     def enqueue(self, request: Request, after: float = 0) -> None:
+        """Queue `request` for a pass (a watch-caused one: default priority)."""
         self._queue.add_after(request, after)
 
     def start(self) -> None:
@@ -228,12 +246,12 @@ class Controller:
         if not self._wait_for_caches():
             return
         while True:
-            request, shutdown = self._queue.get()
+            request, priority, shutdown = self._queue.get_with_priority()
             if shutdown:
                 return
             try:
                 if not self._stop_requested.is_set():
-                    self._reconcile_once(request)
+                    self._reconcile_once(request, priority)
             finally:
                 self._queue.done(request)
 
@@ -243,7 +261,7 @@ class Controller:
                 return False
         return True
 
-    def _reconcile_once(self, request: Request) -> None:
+    def _reconcile_once(self, request: Request, priority: int) -> None:
         self._active_workers.inc()
         started = self._clock.monotonic()
         try:
@@ -253,12 +271,12 @@ class Controller:
                 name=request.name,
                 reconcile_id=str(uuid.uuid4()),
             ):
-                self._run_pass(request)
+                self._run_pass(request, priority)
         finally:
             self._time.observe(max(0.0, self._clock.monotonic() - started))
             self._active_workers.dec()
 
-    def _run_pass(self, request: Request) -> None:
+    def _run_pass(self, request: Request, priority: int) -> None:
         try:
             result = self._reconciler.reconcile(request)
         except NotLeader as refused:
@@ -272,20 +290,20 @@ class Controller:
                 request, "reconcile failed terminally, not retrying", error=str(error)
             )
         except ReportedError as error:
-            self._queue.add_rate_limited(request)
+            self._queue.add_rate_limited(request, priority)
             self._count_error()
             self._log_failure(request, "reconcile failed", error=str(error))
         except Exception as error:
-            self._queue.add_rate_limited(request)
+            self._queue.add_rate_limited(request, priority)
             self._count_error()
             self._log_failure(request, "reconcile failed", error=str(error), exc_info=error)
         except BaseException as crash:  # a worker must survive any pass
-            self._queue.add_rate_limited(request)
+            self._queue.add_rate_limited(request, priority)
             self._count_error()
             self._panics.inc()
             self._log_failure(request, "reconcile crashed", error=repr(crash), exc_info=crash)
         else:
-            self._apply_result(request, result)
+            self._apply_result(request, result, priority)
 
     def _log_failure(self, request: Request, event: str, **fields: object) -> None:
         repeats = self._failure_log.admit((request, event))
@@ -299,13 +317,14 @@ class Controller:
         self._errors.inc()
         self._total["error"].inc()
 
-    def _apply_result(self, request: Request, result: Result) -> None:
+    def _apply_result(self, request: Request, result: Result, priority: int) -> None:
         if result.requeue_after is not None and result.requeue_after > 0:
             self._queue.forget(request)
-            self._queue.add_after(request, result.requeue_after)
+            # A re-check nobody asked for: behind any watch event.
+            self._queue.add_after(request, result.requeue_after, LOW_PRIORITY)
             self._total["requeue_after"].inc()
         elif result.requeue:
-            self._queue.add_rate_limited(request)
+            self._queue.add_rate_limited(request, priority)
             self._total["requeue"].inc()
         else:
             self._queue.forget(request)

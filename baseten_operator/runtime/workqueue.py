@@ -1,4 +1,4 @@
-"""A rate-limited work queue with client-go's `util/workqueue` semantics.
+"""A rate-limited priority work queue with client-go's `util/workqueue` semantics.
 
 Guarantees the controller relies on:
 - an item is queued at most once (the dirty set), however often it is added;
@@ -8,6 +8,12 @@ Guarantees the controller relies on:
 - `add_rate_limited` delays by the rate limiter's answer, `forget` resets it;
 - after `shutdown`, adds are ignored and `get` hands out what is still queued, then
   reports shutdown; `shut_down_with_drain` also waits for in-flight items.
+
+Priorities, as controller-runtime 0.20's priority queue: every add carries one (higher
+first, first in first out within one), and an item added again at a higher priority
+moves up, never down. Work a user caused (a watch event) keeps `DEFAULT_PRIORITY`;
+re-checks nobody asked for (requeue timers, resyncs, the initial list) take
+`LOW_PRIORITY`, so a burst of them never delays a spec change behind it.
 """
 
 from __future__ import annotations
@@ -15,13 +21,15 @@ from __future__ import annotations
 import heapq
 import itertools
 import threading
-from collections import deque
 from collections.abc import Hashable
 from typing import Any, Protocol
 
 from baseten_operator.runtime import metrics
 from baseten_operator.runtime.clock import Clock, RealClock
 from baseten_operator.runtime.tokenbucket import TokenBucket
+
+DEFAULT_PRIORITY = 0
+LOW_PRIORITY = -100
 
 
 class RateLimiter(Protocol):
@@ -126,17 +134,22 @@ class RateLimitingQueue:
         self._delay_changed = threading.Condition(self._lock)
         self._processing_changed = threading.Condition(self._lock)
 
-        self._queue: deque[Any] = deque()
-        self._dirty: set[Any] = set()
+        # Ready items: a heap of (-priority, sequence, item); `_queued` holds each item's
+        # live (priority, sequence), so entries superseded by a raise are skipped when popped.
+        self._queue: list[tuple[int, int, Any]] = []
+        self._queued: dict[Any, tuple[int, int]] = {}
+        self._dirty: dict[Any, int] = {}  # item -> the highest priority it was added with
         self._processing: dict[Any, float] = {}  # item -> monotonic start
         self._added_at: dict[Any, float] = {}  # item -> monotonic first add while dirty
         self._shutting_down = False
         self._draining = False
 
         # Delayed items: a heap of (ready_at, sequence, item); `_ready_at` holds the live
-        # deadline per item, so superseded heap entries are skipped when popped.
+        # deadline per item, so superseded heap entries are skipped when popped, and
+        # `_waiting_priority` the priority the item is added with once due.
         self._waiting: list[tuple[float, int, Any]] = []
         self._ready_at: dict[Any, float] = {}
+        self._waiting_priority: dict[Any, int] = {}
         self._sequence = itertools.count()
         self._waiter: threading.Thread | None = None
 
@@ -153,52 +166,73 @@ class RateLimitingQueue:
 
     # --- the plain queue ------------------------------------------------------------
 
-    def add(self, item: Hashable) -> None:
+    def add(self, item: Hashable, priority: int = DEFAULT_PRIORITY) -> None:
         with self._lock:
-            self._add_locked(item)
+            self._add_locked(item, priority)
 
-    def _add_locked(self, item: Any) -> None:
-        if self._shutting_down or item in self._dirty:
+    def _add_locked(self, item: Any, priority: int) -> None:
+        if self._shutting_down:
+            return
+        queued_with = self._dirty.get(item)
+        if queued_with is not None:
+            if priority > queued_with:
+                self._dirty[item] = priority
+                if item in self._queued:
+                    self._push_locked(item, priority)  # moves up; the old entry goes stale
             return
         self._adds.inc()
-        self._dirty.add(item)
+        self._dirty[item] = priority
         self._added_at.setdefault(item, self._clock.monotonic())
         if item in self._processing:
             return  # `done` queues it again
-        self._queue.append(item)
-        self._depth.set(len(self._queue))
+        self._push_locked(item, priority)
         self._item_available.notify()
+
+    def _push_locked(self, item: Any, priority: int) -> None:
+        sequence = next(self._sequence)
+        self._queued[item] = (priority, sequence)
+        heapq.heappush(self._queue, (-priority, sequence, item))
+        self._depth.set(len(self._queued))
 
     def get(self) -> tuple[Any, bool]:
         """Block until an item is available; `(None, True)` once shut down and empty."""
+        item, _, shutdown = self.get_with_priority()
+        return item, shutdown
+
+    def get_with_priority(self) -> tuple[Any, int, bool]:
+        """`get`, also saying the priority the item was queued with."""
         with self._lock:
-            while not self._queue and not self._shutting_down:
+            while not self._queued and not self._shutting_down:
                 self._item_available.wait()
-            if not self._queue:
-                return None, True
-            item = self._queue.popleft()
-            self._depth.set(len(self._queue))
+            if not self._queued:
+                return None, DEFAULT_PRIORITY, True
+            while True:
+                negative_priority, sequence, item = heapq.heappop(self._queue)
+                if self._queued.get(item) == (-negative_priority, sequence):
+                    break
+            del self._queued[item]
+            self._depth.set(len(self._queued))
             now = self._clock.monotonic()
             self._queue_duration.observe(max(0.0, now - self._added_at.pop(item, now)))
             self._processing[item] = now
-            self._dirty.discard(item)
-            return item, False
+            priority = self._dirty.pop(item)
+            return item, priority, False
 
     def done(self, item: Hashable) -> None:
         with self._lock:
             started = self._processing.pop(item, None)
             if started is not None:
                 self._work_duration.observe(max(0.0, self._clock.monotonic() - started))
-            if item in self._dirty:
-                self._queue.append(item)
-                self._depth.set(len(self._queue))
+            priority = self._dirty.get(item)
+            if priority is not None:
+                self._push_locked(item, priority)
                 self._item_available.notify()
             if not self._processing:
                 self._processing_changed.notify_all()
 
     def __len__(self) -> int:
         with self._lock:
-            return len(self._queue)
+            return len(self._queued)
 
     def processing_ages(self) -> list[float]:
         with self._lock:
@@ -241,18 +275,21 @@ class RateLimitingQueue:
 
     # --- delaying -------------------------------------------------------------------
 
-    def add_after(self, item: Hashable, seconds: float) -> None:
+    def add_after(self, item: Hashable, seconds: float, priority: int = DEFAULT_PRIORITY) -> None:
         with self._lock:
             if self._shutting_down:
                 return
             if seconds <= 0:
-                self._add_locked(item)
+                self._add_locked(item, priority)
                 return
             ready_at = self._clock.monotonic() + seconds
             current = self._ready_at.get(item)
             if current is not None and current <= ready_at:
-                return  # already due sooner
+                # Already due sooner; it is added then with the higher of the two priorities.
+                self._waiting_priority[item] = max(priority, self._waiting_priority[item])
+                return
             self._ready_at[item] = ready_at
+            self._waiting_priority[item] = max(priority, self._waiting_priority.get(item, priority))
             heapq.heappush(self._waiting, (ready_at, next(self._sequence), item))
             self._ensure_waiter_locked()
             self._delay_changed.notify()
@@ -273,15 +310,15 @@ class RateLimitingQueue:
                     ready_at, _, item = heapq.heappop(self._waiting)
                     if self._ready_at.get(item) == ready_at:
                         del self._ready_at[item]
-                        self._add_locked(item)
+                        self._add_locked(item, self._waiting_priority.pop(item))
                 timeout = self._waiting[0][0] - now if self._waiting else None
                 self._clock.wait(self._delay_changed, timeout)
 
     # --- rate limiting --------------------------------------------------------------
 
-    def add_rate_limited(self, item: Hashable) -> None:
+    def add_rate_limited(self, item: Hashable, priority: int = DEFAULT_PRIORITY) -> None:
         self._retries.inc()
-        self.add_after(item, self._rate_limiter.when(item))
+        self.add_after(item, self._rate_limiter.when(item), priority)
 
     def forget(self, item: Hashable) -> None:
         self._rate_limiter.forget(item)

@@ -16,6 +16,7 @@ from baseten_operator.runtime.controller import (
     TerminalError,
 )
 from baseten_operator.runtime.fence import NotLeader
+from baseten_operator.runtime.workqueue import DEFAULT_PRIORITY, LOW_PRIORITY
 
 WaitUntil = Callable[..., None]
 Sample = Callable[..., float]
@@ -43,6 +44,27 @@ class ScriptedReconciler:
     def count(self, key: str) -> int:
         with self._lock:
             return sum(1 for request in self.calls if str(request) == key)
+
+
+class GatedReconciler(ScriptedReconciler):
+    """A ScriptedReconciler whose `ns/blocker` pass waits for `release`: with one worker,
+    whatever is queued meanwhile runs afterwards in the queue's order."""
+
+    def __init__(self, script: dict[str, list[Any]] | None = None) -> None:
+        super().__init__(script)
+        self.release = threading.Event()
+        self.blocked = threading.Event()
+
+    def reconcile(self, request: Request) -> Result:
+        if request.name == "blocker":
+            self.blocked.set()
+            self.release.wait(5)
+        return super().reconcile(request)
+
+    def hold_next_pass(self, controller: Controller, wait_until: WaitUntil) -> None:
+        """Occupy the (one) worker with a blocked pass until `release` is set."""
+        controller.enqueue(Request("ns", "blocker"))
+        wait_until(self.blocked.is_set, what="the worker held")
 
 
 @pytest.fixture
@@ -143,8 +165,9 @@ def test_an_error_is_retried_with_backoff_until_success(
 def _marker_processed(
     controller: Controller, reconciler: ScriptedReconciler, wait_until: WaitUntil
 ) -> None:
-    """With one worker and a FIFO queue, a marker pass proves nothing was queued before it."""
-    controller.enqueue(Request("ns", "marker"))
+    """With one worker, a marker pass at the lowest priority proves nothing was queued
+    before it (each priority is first in, first out)."""
+    controller.queue.add(Request("ns", "marker"), LOW_PRIORITY)
     wait_until(lambda: reconciler.count("ns/marker") >= 1)
 
 
@@ -192,6 +215,64 @@ def test_requeue_after_looks_again_after_the_delay(
     assert reconciler.count("ns/a") == 1
     clock.advance(1)
     wait_until(lambda: reconciler.count("ns/a") == 2)
+
+
+def test_watch_events_are_queued_ahead_of_the_initial_list_and_resyncs(
+    informer_factory: Callable[..., Any], obj: Any, clock: FakeClock, unique_name: str
+) -> None:
+    informer = informer_factory(synced=False)
+    controller = Controller(unique_name, informer, ScriptedReconciler(), clock=clock)
+    informer.fire_add(obj("listed"))  # before the informer synced: the initial list
+    informer.synced = True
+    stored = obj("resynced", resourceVersion="7")
+    informer.fire_update(stored, stored)
+    informer.fire_add(obj("created"))
+    informer.fire_update(obj("edited", resourceVersion="1"), obj("edited", resourceVersion="2"))
+    informer.fire_delete(obj("deleted"))
+    handed_out = [controller.queue.get_with_priority()[:2] for _ in range(5)]
+    assert handed_out == [
+        (Request("default", "created"), DEFAULT_PRIORITY),
+        (Request("default", "edited"), DEFAULT_PRIORITY),
+        (Request("default", "deleted"), DEFAULT_PRIORITY),
+        (Request("default", "listed"), LOW_PRIORITY),
+        (Request("default", "resynced"), LOW_PRIORITY),
+    ]
+
+
+def test_a_watch_event_runs_before_requeue_after_rechecks_that_came_due_first(
+    make_controller: Any, obj: Any, clock: FakeClock, wait_until: WaitUntil
+) -> None:
+    recheck = Result(requeue_after=10)
+    reconciler = GatedReconciler({"ns/a": [recheck, Result()], "ns/b": [recheck, Result()]})
+    controller, informer = make_controller(reconciler)
+    controller.start()
+    controller.enqueue(Request("ns", "a"))
+    controller.enqueue(Request("ns", "b"))
+    wait_until(lambda: len(reconciler.calls) == 2)
+    reconciler.hold_next_pass(controller, wait_until)
+    clock.advance(10)  # both re-checks come due and wait in the queue
+    wait_until(lambda: len(controller.queue) == 2, what="the re-checks queued")
+    informer.fire_add(obj("user", "ns"))
+    reconciler.release.set()
+    wait_until(lambda: len(reconciler.calls) == 6)
+    assert [str(request) for request in reconciler.calls[3:]] == ["ns/user", "ns/a", "ns/b"]
+
+
+def test_a_failed_pass_is_retried_at_the_priority_it_ran_with(
+    make_controller: Any, obj: Any, clock: FakeClock, wait_until: WaitUntil
+) -> None:
+    reconciler = GatedReconciler({"ns/a": [RuntimeError("boom"), Result()]})
+    controller, informer = make_controller(reconciler)
+    controller.queue.add(Request("ns", "a"), LOW_PRIORITY)  # a re-check, say
+    controller.start()
+    wait_until(lambda: controller.queue.num_requeues(Request("ns", "a")) == 1)
+    reconciler.hold_next_pass(controller, wait_until)
+    clock.advance(0.005)  # the retry comes due first...
+    wait_until(lambda: len(controller.queue) == 1, what="the retry queued")
+    informer.fire_add(obj("user", "ns"))  # ...but the watch event goes ahead of it
+    reconciler.release.set()
+    wait_until(lambda: len(reconciler.calls) == 4)
+    assert [str(request) for request in reconciler.calls[2:]] == ["ns/user", "ns/a"]
 
 
 def test_requeue_true_is_rate_limited(

@@ -8,6 +8,8 @@ import pytest
 
 from baseten_operator.runtime.clock import FakeClock
 from baseten_operator.runtime.workqueue import (
+    DEFAULT_PRIORITY,
+    LOW_PRIORITY,
     BucketRateLimiter,
     ItemExponentialFailureRateLimiter,
     MaxOfRateLimiter,
@@ -54,6 +56,79 @@ def test_a_waiting_worker_gets_a_processing_item_only_after_done(wait_until: Wai
     q.done(first)
     second.join(5)
     assert got == ["a"]
+
+
+def test_higher_priority_goes_first_and_each_priority_is_first_in_first_out() -> None:
+    q = RateLimitingQueue("priorities", clock=FakeClock())
+    q.add("recheck-1", LOW_PRIORITY)
+    q.add("user-1")
+    q.add("recheck-2", LOW_PRIORITY)
+    q.add("user-2", DEFAULT_PRIORITY)
+    q.add("urgent", 10)
+    order = [q.get_with_priority() for _ in range(5)]
+    assert order == [
+        ("urgent", 10, False),
+        ("user-1", DEFAULT_PRIORITY, False),
+        ("user-2", DEFAULT_PRIORITY, False),
+        ("recheck-1", LOW_PRIORITY, False),
+        ("recheck-2", LOW_PRIORITY, False),
+    ]
+
+
+def test_a_queued_item_added_again_moves_up_never_down() -> None:
+    q = RateLimitingQueue("raise", clock=FakeClock())
+    q.add("a", LOW_PRIORITY)
+    q.add("b", LOW_PRIORITY)
+    q.add("c")
+    q.add("b")  # a watch event for a queued re-check: it moves up (behind c, added earlier)
+    q.add("c", LOW_PRIORITY)  # never down
+    assert len(q) == 3
+    assert [q.get_with_priority()[:2] for _ in range(3)] == [
+        ("c", DEFAULT_PRIORITY),
+        ("b", DEFAULT_PRIORITY),
+        ("a", LOW_PRIORITY),
+    ]
+    assert len(q) == 0
+
+
+def test_an_item_added_while_processing_comes_back_at_the_highest_priority_asked() -> None:
+    q = RateLimitingQueue("processing-priority", clock=FakeClock())
+    q.add("a", LOW_PRIORITY)
+    item, _ = q.get()
+    q.add("a", LOW_PRIORITY)
+    q.add("a")
+    q.add("b", LOW_PRIORITY)
+    q.done(item)
+    assert q.get_with_priority() == ("a", DEFAULT_PRIORITY, False)
+    assert q.get_with_priority() == ("b", LOW_PRIORITY, False)
+
+
+def test_delayed_adds_keep_their_priority_and_merge_to_the_higher() -> None:
+    clock = FakeClock()
+    q = RateLimitingQueue("delayed-priority", clock=clock)
+    q.add_after("timer", 5, LOW_PRIORITY)
+    q.add_after("merged", 2, LOW_PRIORITY)
+    q.add_after("merged", 4)  # later deadline: the earlier stands, with the higher priority
+    q.add("user")
+    clock.advance(5)
+    q_order = [q.get_with_priority()[:2] for _ in range(3)]
+    assert q_order == [
+        ("user", DEFAULT_PRIORITY),
+        ("merged", DEFAULT_PRIORITY),
+        ("timer", LOW_PRIORITY),
+    ]
+
+
+def test_add_rate_limited_keeps_the_priority_it_is_given() -> None:
+    clock = FakeClock()
+    q = RateLimitingQueue("retry-priority", ItemExponentialFailureRateLimiter(1.0, 60.0), clock)
+    q.add_rate_limited("low", LOW_PRIORITY)
+    q.add_rate_limited("user")
+    clock.advance(1)
+    assert [q.get_with_priority()[:2] for _ in range(2)] == [
+        ("user", DEFAULT_PRIORITY),
+        ("low", LOW_PRIORITY),
+    ]
 
 
 def test_add_after_releases_items_in_deadline_order(wait_until: WaitUntil) -> None:
