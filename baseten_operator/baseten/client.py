@@ -13,8 +13,7 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
-import requests
-
+from baseten_operator.baseten.connections import Connect, Connections
 from baseten_operator.baseten.errors import (
     AmbiguousDeploymentName,
     AmbiguousModelName,
@@ -37,13 +36,7 @@ from baseten_operator.baseten.models import (
     Tombstone,
 )
 from baseten_operator.baseten.ratelimit import Limit
-from baseten_operator.baseten.transport import (
-    Endpoint,
-    RetryPolicy,
-    Secret,
-    Transport,
-    pooled_session,
-)
+from baseten_operator.baseten.transport import Endpoint, RetryPolicy, Secret, Transport
 from baseten_operator.runtime.clock import Clock, RealClock
 from baseten_operator.runtime.fence import WriteFence
 
@@ -88,7 +81,7 @@ class BasetenClient:
         api_key: str,
         base_url: str = DEFAULT_BASE_URL,
         *,
-        session: requests.Session | None = None,
+        connect: Connect | None = None,
         clock: Clock | None = None,
         timeout: float = DEFAULT_TIMEOUT,
         max_attempts: int = 4,
@@ -98,14 +91,15 @@ class BasetenClient:
         rng: random.Random | None = None,
         user_agent: str | None = None,
     ) -> None:
-        """`timeout` is each call's total deadline, retries and waits included."""
+        """`timeout` is each call's total deadline, retries and waits included; `connect`
+        (default: a pool of `pool_size` connections) builds what sends to `base_url`."""
         if not api_key or not api_key.strip():
             raise ConfigError(f"a Baseten API key is required (set {API_KEY_ENV})")
         self._base_url = base_url.rstrip("/")
         self._transport = Transport(
             Secret(api_key.strip()),
             self._base_url,
-            session=session if session is not None else pooled_session(pool_size),
+            http=(connect or (lambda url: Connections(url, pool_size)))(self._base_url),
             clock=clock if clock is not None else RealClock(),
             policy=RetryPolicy(
                 max_attempts=max(1, max_attempts),
@@ -122,7 +116,7 @@ class BasetenClient:
     def from_env(
         cls,
         *,
-        session: requests.Session | None = None,
+        connect: Connect | None = None,
         clock: Clock | None = None,
         timeout: float = DEFAULT_TIMEOUT,
         user_agent: str | None = None,
@@ -134,7 +128,7 @@ class BasetenClient:
             )
         base_url = os.environ.get(BASE_URL_ENV, "").strip() or DEFAULT_BASE_URL
         return cls(
-            api_key, base_url, session=session, clock=clock, timeout=timeout, user_agent=user_agent
+            api_key, base_url, connect=connect, clock=clock, timeout=timeout, user_agent=user_agent
         )
 
     @property

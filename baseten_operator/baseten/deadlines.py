@@ -1,6 +1,6 @@
-"""Total deadlines for HTTP calls made with `requests`.
+"""Total deadlines for HTTP calls made with urllib3.
 
-`requests` only knows per-operation timeouts: a server that trickles one byte every
+urllib3 only knows per-operation timeouts: a server that trickles one byte every
 few seconds never trips a read timeout and can hold a worker for as long as it likes.
 Here a call runs inside `deadline(seconds)`; every connection the call uses is
 registered with one reaper thread, which shuts the connection's socket down when the
@@ -19,7 +19,6 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from requests.adapters import HTTPAdapter
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 _current = threading.local()
@@ -46,13 +45,17 @@ class _Reaper:
 
     def watch(self, call: _Call) -> None:
         with self._lock:
+            earliest = not self._heap or call.expires < self._heap[0][0]
             heapq.heappush(self._heap, (call.expires, next(self._order), call))
             if self._thread is None:
                 self._thread = threading.Thread(
                     target=self._run, name="http-deadlines", daemon=True
                 )
                 self._thread.start()
-            self._lock.notify()
+            if earliest:
+                # Otherwise the reaper already wakes sooner than this call's deadline:
+                # waking it for every call would cost a thread switch per request.
+                self._lock.notify()
 
     def register(self, call: _Call, connection: Any) -> None:
         with self._lock:
@@ -111,7 +114,8 @@ class CallDeadline:
 
 @contextlib.contextmanager
 def deadline(seconds: float) -> Iterator[CallDeadline]:
-    """Every request sent through a `DeadlineAdapter` in this block ends by `seconds`."""
+    """Every request sent through a pool of `deadline_pool_classes` in this block ends by
+    `seconds`."""
     call = _Call(time.monotonic() + max(0.0, seconds))
     outer = getattr(_current, "call", None)
     _current.call = call
@@ -141,12 +145,6 @@ class _DeadlineHTTPSPool(HTTPSConnectionPool):
         return super()._make_request(conn, *args, **kwargs)
 
 
-class DeadlineAdapter(HTTPAdapter):
-    """An HTTPAdapter whose connections honour the enclosing `deadline()`."""
-
-    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
-        super().init_poolmanager(*args, **kwargs)
-        self.poolmanager.pool_classes_by_scheme = {
-            "http": _DeadlineHTTPPool,
-            "https": _DeadlineHTTPSPool,
-        }
+def deadline_pool_classes() -> dict[str, type[HTTPConnectionPool]]:
+    """A PoolManager's `pool_classes_by_scheme` whose connections honour `deadline()`."""
+    return {"http": _DeadlineHTTPPool, "https": _DeadlineHTTPSPool}

@@ -13,6 +13,10 @@ Bounds: every call has one total deadline covering throttling, connecting, sendi
 reading and every retry (deadlines.py cuts a server that answers too slowly). Every
 write first passes the write fence, and every wait is the fence's, so losing the
 Lease or shutting down interrupts it.
+
+Requests go straight through urllib3 (connections.py): what `requests` added on every
+call (merging session settings, reading proxy variables, checking the CA bundle's path,
+parsing the URL again) is decided once per client.
 """
 
 from __future__ import annotations
@@ -24,14 +28,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from typing import Any, TypeVar
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
-import requests
 import structlog
-import urllib3.exceptions
+import urllib3
 from pydantic import BaseModel, ValidationError
 
-from baseten_operator.baseten.deadlines import DeadlineAdapter, deadline
+from baseten_operator.baseten.connections import HttpSender
+from baseten_operator.baseten.deadlines import deadline
 from baseten_operator.baseten.errors import BasetenAPIError, RateLimited
 from baseten_operator.baseten.metrics import (
     BASETEN_API_LATENCY,
@@ -107,37 +111,36 @@ class Secret:
     __str__ = __repr__
 
 
-class _BearerAuth(requests.auth.AuthBase):
-    def __init__(self, api_key: Secret) -> None:
-        self._api_key = api_key
-
-    def __call__(self, request: requests.PreparedRequest) -> requests.PreparedRequest:
-        request.headers["Authorization"] = f"Bearer {self._api_key.value}"
-        return request
-
-    def __repr__(self) -> str:
-        return "_BearerAuth(<redacted>)"
-
-
-def pooled_session(pool_size: int) -> requests.Session:
-    session = requests.Session()
-    # max_retries=0: retries are decided here, where we know what is safe to repeat.
-    adapter = DeadlineAdapter(pool_connections=4, pool_maxsize=pool_size, max_retries=0)
-    session.mount("https://", adapter)
-    session.mount("http://", adapter)
-    return session
+# What urllib3 raises, named as callers saw it when this client ran on `requests`: the
+# name is part of the message a status shows ("connection error on GET ...: ConnectionError").
+_FAILURE_NAMES: tuple[tuple[type[Exception], str], ...] = (
+    # Before ConnectTimeoutError, its base class: a refused connection is no timeout.
+    (urllib3.exceptions.NewConnectionError, "ConnectionError"),
+    (urllib3.exceptions.ConnectTimeoutError, "ConnectTimeout"),
+    (urllib3.exceptions.ReadTimeoutError, "ReadTimeout"),
+    (urllib3.exceptions.SSLError, "SSLError"),
+    (urllib3.exceptions.ProxyError, "ProxyError"),
+)
+_TIMEOUTS = (urllib3.exceptions.TimeoutError, TimeoutError)
 
 
-def _failed_before_sending(exc: requests.RequestException) -> bool:
+def _failure_name(exc: Exception) -> str:
+    for kind, name in _FAILURE_NAMES:
+        if isinstance(exc, kind):
+            return name
+    return "ConnectionError"
+
+
+def _failure_text(exc: Exception) -> str:
+    """The failure without urllib3's `<HTTPConnection object at 0x...>: ` prefix."""
+    if isinstance(exc, urllib3.exceptions.NewConnectionError):
+        return exc._message  # the text urllib3 built its message from
+    return str(exc)
+
+
+def _failed_before_sending(exc: Exception) -> bool:
     """True when the connection could not be opened, so the server never saw the request."""
-    if isinstance(exc, requests.ConnectTimeout):
-        return True
-    if not isinstance(exc, requests.ConnectionError):
-        return False
-    reason: object = exc.args[0] if exc.args else None
-    if isinstance(reason, urllib3.exceptions.MaxRetryError):
-        reason = reason.reason
-    return isinstance(reason, urllib3.exceptions.NewConnectionError)
+    return isinstance(exc, urllib3.exceptions.ConnectTimeoutError)
 
 
 def _shorten(text: str) -> str:
@@ -147,10 +150,15 @@ def _shorten(text: str) -> str:
     return text
 
 
-def _server_message(response: requests.Response) -> str:
+def _json(response: urllib3.BaseHTTPResponse) -> Any:
+    """The body as JSON; ValueError when it is not."""
+    return json.loads(response.data)
+
+
+def _server_message(response: urllib3.BaseHTTPResponse) -> str:
     """The server's own explanation: JSON message/error/detail, else the plain text."""
     try:
-        data = response.json()
+        data = _json(response)
     except ValueError:
         data = None
     if isinstance(data, dict):
@@ -158,8 +166,9 @@ def _server_message(response: requests.Response) -> str:
             value = data.get(key)
             if value:
                 return value if isinstance(value, str) else json.dumps(value)
-    if response.text.strip():
-        return response.text
+    text = response.data.decode("utf-8", "replace")
+    if text.strip():
+        return text
     return response.reason or "no message"
 
 
@@ -179,8 +188,8 @@ def _number(value: object) -> float | None:
 class Transport:
     """Sends one endpoint's request and returns its parsed body, or raises BasetenAPIError.
 
-    Thread-safe: the session pools connections and the rate limiter's buckets are
-    shared by every thread using this transport.
+    Thread-safe: the pool is shared, and so are the rate limiter's buckets, by every
+    thread using this transport.
     """
 
     def __init__(
@@ -188,21 +197,24 @@ class Transport:
         api_key: Secret,
         base_url: str,
         *,
-        session: requests.Session,
+        http: HttpSender,
         clock: Clock,
         policy: RetryPolicy,
         rng: random.Random,
         user_agent: str | None = None,
     ) -> None:
         self._api_key = api_key
-        self._auth = _BearerAuth(api_key)
-        self._base_url = base_url
-        self._session = session
+        self._prefix = urllib3.util.parse_url(base_url).path or ""
+        self._http = http
         self._clock = clock
         self._policy = policy
         self._rng = rng
         self._limiter = EndpointRateLimiter(clock)
-        self._headers = {"User-Agent": user_agent} if user_agent else None
+        # Every request's headers but the key's, which is added per request so that no
+        # attribute holds it in the clear.
+        self._headers = {"Accept": "application/json", "Accept-Encoding": "gzip, deflate"}
+        if user_agent:
+            self._headers["User-Agent"] = user_agent
         self.fence: WriteFence | None = None
 
     def call(
@@ -216,7 +228,7 @@ class Transport:
     ) -> T:
         response = self._send(endpoint, path, query, body)
         try:
-            data = response.json()
+            data = _json(response)
         except ValueError:
             raise self._malformed(endpoint, response, "body is not JSON") from None
         try:
@@ -233,13 +245,21 @@ class Transport:
         path: Mapping[str, str],
         query: Mapping[str, str] | None,
         body: Mapping[str, Any] | None,
-    ) -> requests.Response:
+    ) -> urllib3.BaseHTTPResponse:
         """Send with throttling and retries; return a 2xx response or raise BasetenAPIError.
 
         Raises RateLimited when a wait does not fit in the deadline, and NotLeader (from
         the fence) when this replica may no longer write or the fence closes mid-wait.
         """
-        url = self._base_url + endpoint.path(path)
+        target = self._prefix + endpoint.path(path)
+        if query:
+            target += "?" + urlencode(query)
+        headers = dict(self._headers)
+        headers["Authorization"] = f"Bearer {self._api_key.value}"
+        payload = None
+        if body is not None:
+            payload = json.dumps(body, allow_nan=False).encode()
+            headers["Content-Type"] = "application/json"
         expires = self._clock.monotonic() + self._policy.deadline
         attempt = 0
         while True:
@@ -251,19 +271,16 @@ class Transport:
             remaining = expires - self._clock.monotonic()
             if remaining <= 0:
                 raise self._deadline_exceeded(endpoint)
+            timeout = urllib3.Timeout(
+                connect=min(self._policy.connect_timeout, remaining), read=remaining
+            )
             started = self._clock.monotonic()
             try:
                 with deadline(remaining) as cut:
-                    response = self._session.request(
-                        endpoint.method,
-                        url,
-                        params=query,
-                        json=body,
-                        auth=self._auth,
-                        headers=self._headers,
-                        timeout=(min(self._policy.connect_timeout, remaining), remaining),
+                    response = self._http.send(
+                        endpoint.method, target, body=payload, headers=headers, timeout=timeout
                     )
-            except requests.RequestException as exc:
+            except (urllib3.exceptions.HTTPError, OSError) as exc:
                 self._record(endpoint, "0", started)
                 if cut.expired:
                     raise self._deadline_exceeded(endpoint) from None
@@ -274,7 +291,7 @@ class Transport:
                     raise error from None
                 self._back_off(endpoint, attempt, error, expires)
                 continue
-            status = response.status_code
+            status = response.status
             self._record(endpoint, str(status), started)
             if 200 <= status < 300:
                 return response
@@ -358,11 +375,11 @@ class Transport:
         )
         self._sleep(delay, f"{endpoint.method} {endpoint.label}")
 
-    def _retry_after(self, response: requests.Response) -> float | None:
+    def _retry_after(self, response: urllib3.BaseHTTPResponse) -> float | None:
         """The longer of the body's `retry_after` and the `Retry-After` header (seconds or date)."""
         candidates: list[float] = []
         try:
-            data = response.json()
+            data = _json(response)
         except ValueError:
             data = None
         if isinstance(data, dict):
@@ -382,10 +399,10 @@ class Transport:
         return max(0.0, *candidates) if candidates else None
 
     def _malformed(
-        self, endpoint: Endpoint, response: requests.Response, problem: str
+        self, endpoint: Endpoint, response: urllib3.BaseHTTPResponse, problem: str
     ) -> BasetenAPIError:
         return BasetenAPIError(
-            response.status_code,
+            response.status,
             self._safe(f"malformed response from {endpoint.method} {endpoint.label}: {problem}"),
         )
 
@@ -398,10 +415,12 @@ class Transport:
             ),
         )
 
-    def _connection_message(self, endpoint: Endpoint, exc: requests.RequestException) -> str:
-        kind = "timeout" if isinstance(exc, requests.Timeout) else "connection error"
+    def _connection_message(self, endpoint: Endpoint, exc: Exception) -> str:
+        refused = isinstance(exc, urllib3.exceptions.NewConnectionError)
+        kind = "timeout" if isinstance(exc, _TIMEOUTS) and not refused else "connection error"
         return self._safe(
-            f"{kind} on {endpoint.method} {endpoint.label}: {type(exc).__name__}: {exc}"
+            f"{kind} on {endpoint.method} {endpoint.label}: "
+            f"{_failure_name(exc)}: {_failure_text(exc)}"
         )
 
     def _safe(self, text: str) -> str:

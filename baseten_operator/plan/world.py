@@ -3,7 +3,7 @@
 - Baseten: `RecordingBaseten` wraps a real `BasetenClient` (the operator key's, or a
   namespace key's: every one of them fills the plan's one `Ledger`); reads go through,
   every write is recorded as an action and answered with a plausible stub, never sent.
-  Under it, `read_only_session` refuses anything but a GET before it leaves the
+  Under it, `read_only_connections` refuses anything but a GET before it leaves the
   process: a write the wrapper does not know of fails the plan instead of reaching
   Baseten. A read Baseten fails (no answer, a bad key, 5xx, throttled) is on record
   too: the plan is then incomplete, an error.
@@ -18,10 +18,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-import requests
+import urllib3
 
 from baseten_operator.baseten.client import BasetenClient
-from baseten_operator.baseten.deadlines import DeadlineAdapter
+from baseten_operator.baseten.connections import Connections, HttpSender
 from baseten_operator.baseten.errors import AmbiguousName, BasetenAPIError, RateLimited
 from baseten_operator.baseten.models import (
     DeploymentV1,
@@ -56,39 +56,46 @@ T = TypeVar("T")
 
 
 class WriteRefused(RuntimeError):
-    """A plan tried to send a write to Baseten. Not a requests error: nothing retries it."""
+    """A plan tried to send a write to Baseten. Not a connection error: nothing retries it."""
 
 
-class ReadOnlyAdapter(DeadlineAdapter):
-    """The transport's adapter, refusing every request but a GET before sending it."""
+class ReadOnlyConnections:
+    """The client's connections, refusing every request but a GET before sending it."""
 
-    def send(self, request: requests.PreparedRequest, *args: Any, **kwargs: Any) -> Any:
-        if (request.method or "").upper() != READ_METHOD:
-            raise WriteRefused(f"plan refused to send {request.method} {request.path_url}")
-        return super().send(request, *args, **kwargs)
+    def __init__(self, connections: HttpSender) -> None:
+        self._connections = connections
+
+    def send(
+        self,
+        method: str,
+        target: str,
+        *,
+        body: bytes | None,
+        headers: Mapping[str, str],
+        timeout: urllib3.Timeout,
+    ) -> urllib3.BaseHTTPResponse:
+        if method.upper() != READ_METHOD:
+            raise WriteRefused(f"plan refused to send {method} {target}")
+        return self._connections.send(method, target, body=body, headers=headers, timeout=timeout)
 
 
-def read_only_session() -> requests.Session:
-    session = requests.Session()
-    adapter = ReadOnlyAdapter(max_retries=0)
-    session.mount("https://", adapter)
-    session.mount("http://", adapter)
-    return session
+def read_only_connections(base_url: str) -> ReadOnlyConnections:
+    return ReadOnlyConnections(Connections(base_url))
 
 
 def read_only_client_from_env(timeout: float) -> BasetenClient:
-    """The client `run` would build (same env variables), on a read-only session."""
+    """The client `run` would build (same env variables), on read-only connections."""
     return BasetenClient.from_env(
-        session=read_only_session(), timeout=timeout, user_agent=PLAN_USER_AGENT
+        connect=read_only_connections, timeout=timeout, user_agent=PLAN_USER_AGENT
     )
 
 
 def read_only_clients(base_url: str, timeout: float) -> Callable[[str], BasetenClient]:
-    """Clients of namespaces' own keys, like the operator key's: read-only sessions."""
+    """Clients of namespaces' own keys, like the operator key's: read-only connections."""
     return lambda api_key: BasetenClient(
         api_key,
         base_url,
-        session=read_only_session(),
+        connect=read_only_connections,
         timeout=timeout,
         user_agent=PLAN_USER_AGENT,
     )

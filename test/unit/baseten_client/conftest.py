@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-import responses
+from http_mock import HttpMock
 
 from baseten_operator.baseten.client import BasetenClient
 from baseten_operator.runtime.clock import FakeClock
@@ -45,8 +45,8 @@ def client(clock: SleepRecordingClock) -> BasetenClient:
 
 
 @pytest.fixture
-def rsps() -> Iterator[responses.RequestsMock]:
-    with responses.RequestsMock(assert_all_requests_are_fired=True) as mock:
+def rsps() -> Iterator[HttpMock]:
+    with HttpMock(assert_all_requests_are_fired=True) as mock:
         yield mock
 
 

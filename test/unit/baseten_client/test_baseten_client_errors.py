@@ -8,10 +8,9 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-import requests
-import responses
 import structlog
 import urllib3.exceptions
+from http_mock import HttpMock
 from polling import wait_for
 
 from baseten_operator.baseten.client import BasetenClient
@@ -22,16 +21,16 @@ from baseten_operator.runtime.fence import NotLeader, WriteFence
 ACTIVATE_TEMPLATE = "/v1/models/{model_id}/deployments/{deployment_id}/activate"
 
 
-def refused() -> requests.ConnectionError:
-    """What requests raises when nothing listens: the server never saw the request."""
-    reason = urllib3.exceptions.NewConnectionError(
-        None, "Failed to establish a new connection: [Errno 111] Connection refused"
+def refused() -> urllib3.exceptions.NewConnectionError:
+    """What urllib3 raises when nothing listens: the server never saw the request."""
+    return urllib3.exceptions.NewConnectionError(
+        None,  # type: ignore[arg-type]
+        "Failed to establish a new connection: [Errno 111] Connection refused",
     )
-    return requests.ConnectionError(urllib3.exceptions.MaxRetryError(None, "/v1/x", reason))
 
 
 def test_401_is_not_retried_and_carries_the_server_message(
-    client: BasetenClient, rsps: responses.RequestsMock, base_url: str
+    client: BasetenClient, rsps: HttpMock, base_url: str
 ) -> None:
     rsps.get(f"{base_url}/models", status=401, json={"error": "Invalid API key"})
     with pytest.raises(BasetenAPIError) as caught:
@@ -42,16 +41,14 @@ def test_401_is_not_retried_and_carries_the_server_message(
 
 
 def test_detail_field_is_used_when_there_is_no_message(
-    client: BasetenClient, rsps: responses.RequestsMock, base_url: str
+    client: BasetenClient, rsps: HttpMock, base_url: str
 ) -> None:
     rsps.get(f"{base_url}/models/m1/deployments/d1", status=404, json={"detail": "Not Found"})
     with pytest.raises(BasetenAPIError, match=r"^HTTP 404: Not Found$"):
         client.get_deployment("m1", "d1")
 
 
-def test_plain_text_error_body(
-    client: BasetenClient, rsps: responses.RequestsMock, base_url: str
-) -> None:
+def test_plain_text_error_body(client: BasetenClient, rsps: HttpMock, base_url: str) -> None:
     rsps.post(
         f"{base_url}/models/m1/environments",
         status=400,
@@ -64,7 +61,7 @@ def test_plain_text_error_body(
 
 
 def test_long_error_bodies_are_truncated(
-    client: BasetenClient, rsps: responses.RequestsMock, base_url: str
+    client: BasetenClient, rsps: HttpMock, base_url: str
 ) -> None:
     rsps.get(f"{base_url}/models", status=400, body="<html>" + "x" * 5000 + "</html>")
     with pytest.raises(BasetenAPIError) as caught:
@@ -75,7 +72,7 @@ def test_long_error_bodies_are_truncated(
 
 
 def test_empty_error_body_falls_back_to_the_reason(
-    client: BasetenClient, rsps: responses.RequestsMock, base_url: str
+    client: BasetenClient, rsps: HttpMock, base_url: str
 ) -> None:
     rsps.get(f"{base_url}/models", status=403, body="")
     with pytest.raises(BasetenAPIError, match=r"^HTTP 403: Forbidden$"):
@@ -84,7 +81,7 @@ def test_empty_error_body_falls_back_to_the_reason(
 
 def test_429_waits_the_body_retry_after_then_succeeds(
     client: BasetenClient,
-    rsps: responses.RequestsMock,
+    rsps: HttpMock,
     base_url: str,
     clock: Any,
     metric: Callable[..., float],
@@ -105,7 +102,7 @@ def test_429_waits_the_body_retry_after_then_succeeds(
 
 
 def test_429_honours_the_retry_after_header(
-    client: BasetenClient, rsps: responses.RequestsMock, base_url: str, clock: Any
+    client: BasetenClient, rsps: HttpMock, base_url: str, clock: Any
 ) -> None:
     url = f"{base_url}/models"
     rsps.get(url, status=429, body="slow down", headers={"Retry-After": "3"})
@@ -115,7 +112,7 @@ def test_429_honours_the_retry_after_header(
 
 
 def test_429_with_header_and_body_waits_the_longer(
-    client: BasetenClient, rsps: responses.RequestsMock, base_url: str, clock: Any
+    client: BasetenClient, rsps: HttpMock, base_url: str, clock: Any
 ) -> None:
     url = f"{base_url}/models"
     rsps.get(url, status=429, json={"retry_after": 5}, headers={"Retry-After": "2"})
@@ -125,7 +122,7 @@ def test_429_with_header_and_body_waits_the_longer(
 
 
 def test_429_retry_after_http_date(
-    client: BasetenClient, rsps: responses.RequestsMock, base_url: str, clock: Any
+    client: BasetenClient, rsps: HttpMock, base_url: str, clock: Any
 ) -> None:
     url = f"{base_url}/models"
     # FakeClock starts at 2026-01-01T00:00:00Z.
@@ -136,7 +133,7 @@ def test_429_retry_after_http_date(
 
 
 def test_429_without_a_hint_backs_off(
-    client: BasetenClient, rsps: responses.RequestsMock, base_url: str, clock: Any
+    client: BasetenClient, rsps: HttpMock, base_url: str, clock: Any
 ) -> None:
     url = f"{base_url}/models"
     rsps.get(url, status=429, body="")
@@ -146,7 +143,7 @@ def test_429_without_a_hint_backs_off(
 
 
 def test_429_exhausted_raises_rate_limited_with_retry_after(
-    client: BasetenClient, rsps: responses.RequestsMock, base_url: str, clock: Any
+    client: BasetenClient, rsps: HttpMock, base_url: str, clock: Any
 ) -> None:
     rsps.get(
         f"{base_url}/models",
@@ -162,7 +159,7 @@ def test_429_exhausted_raises_rate_limited_with_retry_after(
 
 
 def test_429_asking_for_a_wait_past_the_deadline_is_raised_at_once(
-    client: BasetenClient, rsps: responses.RequestsMock, base_url: str, clock: Any
+    client: BasetenClient, rsps: HttpMock, base_url: str, clock: Any
 ) -> None:
     # The deadline is 60 s: a worker never sleeps out an hour; the pass comes back later.
     rsps.get(f"{base_url}/models", status=429, json={"retry_after": 3600})
@@ -174,7 +171,7 @@ def test_429_asking_for_a_wait_past_the_deadline_is_raised_at_once(
 
 
 def test_429_waits_only_what_is_left_of_the_deadline(
-    client: BasetenClient, rsps: responses.RequestsMock, base_url: str, clock: Any
+    client: BasetenClient, rsps: HttpMock, base_url: str, clock: Any
 ) -> None:
     url = f"{base_url}/models"
     rsps.get(url, status=429, json={"retry_after": 40})
@@ -187,7 +184,7 @@ def test_429_waits_only_what_is_left_of_the_deadline(
 
 
 def test_a_backoff_that_would_outlast_the_deadline_fails_the_call(
-    base_url: str, clock: Any, rsps: responses.RequestsMock
+    base_url: str, clock: Any, rsps: HttpMock
 ) -> None:
     client = BasetenClient("k", base_url, clock=clock, timeout=1.0, backoff_base=2.0)
     rsps.get(f"{base_url}/models", status=503, json={"error": "unavailable"})
@@ -199,7 +196,7 @@ def test_a_backoff_that_would_outlast_the_deadline_fails_the_call(
 
 
 def test_429_on_promote_is_retried(
-    client: BasetenClient, rsps: responses.RequestsMock, base_url: str, api_json: Any
+    client: BasetenClient, rsps: HttpMock, base_url: str, api_json: Any
 ) -> None:
     # A 429 means the server did nothing, so even a non-idempotent call may repeat.
     url = f"{base_url}/models/m1/environments/production/promote"
@@ -209,7 +206,7 @@ def test_429_on_promote_is_retried(
 
 
 def test_5xx_on_get_is_retried_with_backoff_then_succeeds(
-    client: BasetenClient, rsps: responses.RequestsMock, base_url: str, clock: Any
+    client: BasetenClient, rsps: HttpMock, base_url: str, clock: Any
 ) -> None:
     url = f"{base_url}/models/m1/environments"
     rsps.get(url, status=503, body="unavailable")
@@ -222,7 +219,7 @@ def test_5xx_on_get_is_retried_with_backoff_then_succeeds(
 
 
 def test_5xx_exhausted_raises_the_last_error(
-    client: BasetenClient, rsps: responses.RequestsMock, base_url: str, clock: Any
+    client: BasetenClient, rsps: HttpMock, base_url: str, clock: Any
 ) -> None:
     rsps.delete(f"{base_url}/models/m1", status=502, json={"message": "bad gateway"})
     with pytest.raises(BasetenAPIError, match=r"^HTTP 502: bad gateway$"):
@@ -234,7 +231,7 @@ def test_5xx_exhausted_raises_the_last_error(
         assert 0.5 * 2**n / 2 <= delay <= 0.5 * 2**n
 
 
-def test_backoff_is_capped(base_url: str, clock: Any, rsps: responses.RequestsMock) -> None:
+def test_backoff_is_capped(base_url: str, clock: Any, rsps: HttpMock) -> None:
     client = BasetenClient("k", base_url, clock=clock, max_attempts=8, backoff_cap=2.0)
     rsps.get(f"{base_url}/models", status=500)
     with pytest.raises(BasetenAPIError):
@@ -244,7 +241,7 @@ def test_backoff_is_capped(base_url: str, clock: Any, rsps: responses.RequestsMo
 
 
 def test_settings_patch_is_retried_on_5xx(
-    client: BasetenClient, rsps: responses.RequestsMock, base_url: str
+    client: BasetenClient, rsps: HttpMock, base_url: str
 ) -> None:
     url = f"{base_url}/models/m1/environments/production"
     rsps.patch(url, status=500)
@@ -264,7 +261,7 @@ def test_settings_patch_is_retried_on_5xx(
 )
 def test_post_is_not_retried_on_5xx(
     client: BasetenClient,
-    rsps: responses.RequestsMock,
+    rsps: HttpMock,
     base_url: str,
     clock: Any,
     call: Callable[[BasetenClient], object],
@@ -279,7 +276,7 @@ def test_post_is_not_retried_on_5xx(
 
 def test_connection_error_is_status_0_after_retries(
     client: BasetenClient,
-    rsps: responses.RequestsMock,
+    rsps: HttpMock,
     base_url: str,
     clock: Any,
     metric: Callable[..., float],
@@ -298,11 +295,11 @@ def test_connection_error_is_status_0_after_retries(
 
 
 def test_post_is_retried_when_the_connection_was_never_made(
-    client: BasetenClient, rsps: responses.RequestsMock, base_url: str, api_json: Any
+    client: BasetenClient, rsps: HttpMock, base_url: str, api_json: Any
 ) -> None:
     url = f"{base_url}/models/m1/environments/production/promote"
     rsps.post(url, body=refused())
-    rsps.post(url, body=requests.ConnectTimeout("connect timed out"))
+    rsps.post(url, body=urllib3.exceptions.ConnectTimeoutError("connect timed out"))
     rsps.post(url, json=api_json.deployment())
     assert client.promote("m1", "production", "dep1").id == "dep1"
     assert len(rsps.calls) == 3
@@ -311,17 +308,15 @@ def test_post_is_retried_when_the_connection_was_never_made(
 @pytest.mark.parametrize(
     "failure",
     [
-        requests.ReadTimeout("read timed out"),
-        requests.ConnectionError(
-            urllib3.exceptions.ProtocolError("Connection aborted.", ConnectionResetError())
-        ),
+        urllib3.exceptions.ReadTimeoutError(None, "/v1/x", "read timed out"),  # type: ignore[arg-type]
+        urllib3.exceptions.ProtocolError("Connection aborted.", ConnectionResetError()),
     ],
 )
 def test_post_is_not_retried_when_the_request_may_have_been_sent(
     client: BasetenClient,
-    rsps: responses.RequestsMock,
+    rsps: HttpMock,
     base_url: str,
-    failure: requests.RequestException,
+    failure: Exception,
 ) -> None:
     rsps.post(f"{base_url}/models/m1/environments/production/promote", body=failure)
     with pytest.raises(BasetenAPIError) as caught:
@@ -330,16 +325,15 @@ def test_post_is_not_retried_when_the_request_may_have_been_sent(
     assert len(rsps.calls) == 1
 
 
-def test_timeout_message_says_timeout(
-    client: BasetenClient, rsps: responses.RequestsMock, base_url: str
-) -> None:
-    rsps.post(f"{base_url}/models/m1/deployments/d1/retry", body=requests.ReadTimeout("slow"))
+def test_timeout_message_says_timeout(client: BasetenClient, rsps: HttpMock, base_url: str) -> None:
+    slow = urllib3.exceptions.ReadTimeoutError(None, "/v1/x", "slow")  # type: ignore[arg-type]
+    rsps.post(f"{base_url}/models/m1/deployments/d1/retry", body=slow)
     with pytest.raises(BasetenAPIError, match=r"^timeout on POST /v1/models/\{model_id\}"):
         client.retry_deployment("m1", "d1")
 
 
 def test_body_that_is_not_json_is_a_clear_error(
-    client: BasetenClient, rsps: responses.RequestsMock, base_url: str
+    client: BasetenClient, rsps: HttpMock, base_url: str
 ) -> None:
     rsps.get(f"{base_url}/models", body="<html>hello</html>", content_type="text/html")
     with pytest.raises(BasetenAPIError) as caught:
@@ -359,7 +353,7 @@ def test_body_that_is_not_json_is_a_clear_error(
 )
 def test_body_of_the_wrong_shape_is_a_clear_error(
     client: BasetenClient,
-    rsps: responses.RequestsMock,
+    rsps: HttpMock,
     base_url: str,
     body: Any,
     problem: str,
@@ -375,7 +369,7 @@ def test_body_of_the_wrong_shape_is_a_clear_error(
 
 def test_requests_are_counted_by_template_method_and_code(
     client: BasetenClient,
-    rsps: responses.RequestsMock,
+    rsps: HttpMock,
     base_url: str,
     metric: Callable[..., float],
 ) -> None:
@@ -403,14 +397,14 @@ class TestTheKeyNeverLeaks:
     def test_in_connection_errors_and_logs(
         self,
         client: BasetenClient,
-        rsps: responses.RequestsMock,
+        rsps: HttpMock,
         base_url: str,
         api_key: str,
         capsys: pytest.CaptureFixture[str],
         caplog: pytest.LogCaptureFixture,
     ) -> None:
         # A library message that dumps the request, headers included.
-        leaky = requests.ConnectionError(
+        leaky = urllib3.exceptions.ProtocolError(
             f"failed sending {{'Authorization': 'Bearer {api_key}'}} key={api_key}"
         )
         rsps.get(f"{base_url}/models", body=leaky)
@@ -430,7 +424,7 @@ class TestTheKeyNeverLeaks:
     def test_in_server_messages_that_echo_it(
         self,
         client: BasetenClient,
-        rsps: responses.RequestsMock,
+        rsps: HttpMock,
         base_url: str,
         api_key: str,
     ) -> None:
@@ -443,7 +437,7 @@ class TestTheKeyNeverLeaks:
     def test_when_truncation_would_cut_it(
         self,
         client: BasetenClient,
-        rsps: responses.RequestsMock,
+        rsps: HttpMock,
         base_url: str,
         api_key: str,
     ) -> None:
@@ -461,7 +455,7 @@ class TestTheKeyNeverLeaks:
 
 
 def test_a_fenced_client_refuses_writes_before_sending_them(
-    client: BasetenClient, rsps: responses.RequestsMock, base_url: str
+    client: BasetenClient, rsps: HttpMock, base_url: str
 ) -> None:
     refusal: list[str | None] = [None]
     client.fence_writes(WriteFence(lambda: refusal[0]))
@@ -475,9 +469,7 @@ def test_a_fenced_client_refuses_writes_before_sending_them(
     assert len(rsps.calls) == 1  # nothing but the GET left the process
 
 
-def test_losing_the_lease_interrupts_a_retry_wait(
-    base_url: str, rsps: responses.RequestsMock
-) -> None:
+def test_losing_the_lease_interrupts_a_retry_wait(base_url: str, rsps: HttpMock) -> None:
     clock = FakeClock()  # time never moves on its own: only the fence can end the wait
     client = BasetenClient("k", base_url, clock=clock, timeout=600)
     fence = WriteFence(clock=clock)
@@ -501,7 +493,7 @@ def test_losing_the_lease_interrupts_a_retry_wait(
 
 
 def test_every_request_names_the_replica_in_its_user_agent(
-    base_url: str, clock: Any, rsps: responses.RequestsMock
+    base_url: str, clock: Any, rsps: HttpMock
 ) -> None:
     client = BasetenClient("k", base_url, clock=clock, user_agent="baseten-operator/0.1.0 (pod-a)")
     rsps.get(f"{base_url}/models", json={"models": []})

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-import responses
+from http_mock import HttpMock
 
 from baseten_operator.baseten.client import BasetenClient
 from baseten_operator.baseten.ratelimit import EndpointRateLimiter, Limit, bucket_for
@@ -59,7 +59,7 @@ def test_endpoints_have_separate_buckets() -> None:
 
 def test_client_throttles_activations_per_endpoint(
     client: BasetenClient,
-    rsps: responses.RequestsMock,
+    rsps: HttpMock,
     base_url: str,
     clock: Any,
     metric: Callable[..., float],
@@ -79,7 +79,7 @@ def test_client_throttles_activations_per_endpoint(
 
 
 def test_client_throttles_retries_harder(
-    client: BasetenClient, rsps: responses.RequestsMock, base_url: str, clock: Any
+    client: BasetenClient, rsps: HttpMock, base_url: str, clock: Any
 ) -> None:
     rsps.post(
         f"{base_url}/models/m1/deployments/d1/retry",
@@ -91,7 +91,7 @@ def test_client_throttles_retries_harder(
 
 
 def test_client_allows_bursts_on_ordinary_endpoints(
-    client: BasetenClient, rsps: responses.RequestsMock, base_url: str, clock: Any
+    client: BasetenClient, rsps: HttpMock, base_url: str, clock: Any
 ) -> None:
     rsps.get(f"{base_url}/models", json={"models": []})
     for _ in range(25):

@@ -6,7 +6,8 @@ import inspect
 from typing import Any
 
 import pytest
-import responses
+import urllib3
+from http_mock import HttpMock
 
 from baseten_operator.baseten.client import BasetenClient
 from baseten_operator.baseten.errors import AmbiguousModelName, BasetenAPIError, RateLimited
@@ -27,7 +28,7 @@ from baseten_operator.plan.world import (
     MemoryKube,
     RecordingBaseten,
     WriteRefused,
-    read_only_session,
+    read_only_connections,
 )
 
 # Nothing listens here: a request that left the process would fail to connect.
@@ -36,7 +37,7 @@ CLOSED = "http://127.0.0.1:9/v1"
 
 def read_only_client() -> BasetenClient:
     return BasetenClient(
-        "read-only-key", CLOSED, session=read_only_session(), timeout=2.0, max_attempts=1
+        "read-only-key", CLOSED, connect=read_only_connections, timeout=2.0, max_attempts=1
     )
 
 
@@ -65,11 +66,13 @@ def test_the_session_lets_reads_out() -> None:
 
 
 @pytest.mark.parametrize("method", ["POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"])
-def test_nothing_but_a_get_leaves_the_session(method: str) -> None:
-    with responses.RequestsMock(assert_all_requests_are_fired=False) as mock:
+def test_nothing_but_a_get_leaves_the_connections(method: str) -> None:
+    with HttpMock(assert_all_requests_are_fired=False) as mock:
         mock.add(method, f"{CLOSED}/models", status=200)
         with pytest.raises(WriteRefused):
-            read_only_session().request(method, f"{CLOSED}/models")
+            read_only_connections(CLOSED).send(
+                method, "/v1/models", body=None, headers={}, timeout=urllib3.Timeout(1.0)
+            )
         assert len(mock.calls) == 0
 
 
