@@ -38,7 +38,7 @@ def bucket_for(limit: Limit, clock: Clock) -> TokenBucket:
 
 
 class EndpointRateLimiter:
-    """One bucket per endpoint template, created on first use."""
+    """One bucket per endpoint (an operation: method and path template), created on first use."""
 
     def __init__(self, clock: Clock) -> None:
         self._clock = clock

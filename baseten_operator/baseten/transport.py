@@ -326,7 +326,8 @@ class Transport:
 
     def _throttle(self, endpoint: Endpoint, expires: float) -> None:
         """Wait for the endpoint's client-side budget; give up early if it cannot fit."""
-        delay = self._limiter.reserve(endpoint.template, endpoint.limit)
+        # Baseten counts each operation on its own: a GET and a PATCH of one path are two.
+        delay = self._limiter.reserve(f"{endpoint.method} {endpoint.template}", endpoint.limit)
         if delay <= 0:
             return
         what = f"{endpoint.method} {endpoint.label}"

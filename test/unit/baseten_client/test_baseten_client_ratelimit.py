@@ -99,3 +99,17 @@ def test_client_allows_bursts_on_ordinary_endpoints(
     assert clock.sleeps == []
     client.list_models()
     assert clock.sleeps == [pytest.approx(1 / 75)]
+
+
+def test_a_get_and_a_patch_of_one_path_are_throttled_apart(
+    client: BasetenClient, rsps: HttpMock, base_url: str, clock: Any, api_json: Any
+) -> None:
+    url = f"{base_url}/models/m1/environments/production"
+    rsps.get(url, json=api_json.environment())
+    rsps.patch(url, json={"status": "ACCEPTED"})
+    for _ in range(25):
+        client.get_environment("m1", "production")  # the GET's whole burst
+    client.update_environment("m1", "production", {"min_replica": 2}, None)
+    assert clock.sleeps == []  # the PATCH has a budget of its own
+    client.get_environment("m1", "production")
+    assert clock.sleeps == [pytest.approx(1 / 75)]
