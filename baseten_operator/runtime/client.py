@@ -1,8 +1,14 @@
 """A thin dynamic Kubernetes client that speaks plain JSON dicts.
 
 It rides on `kubernetes.client.ApiClient` for configuration, authentication and the
-connection pool, but never deserializes into the generated models: every response is
-`json.loads`-ed, which is much cheaper and works for custom resources alike.
+connection pool (TLS, client certificates, proxy, connect retries), but never
+deserializes into the generated models: every response is `json.loads`-ed, which is
+much cheaper and works for custom resources alike. Requests go straight to the pool of
+the API server's host: the generated client's per-request work (serializing the body
+through its model sanitizer, rebuilding the URL and the auth settings, re-parsing the URL
+in the pool manager) would be pure overhead for plain dicts. The bearer token is read
+from the configuration on every request only when it can change (a refresh hook: exec
+plugins, OIDC, the service account's rotated token).
 Errors become the typed `ApiError` subclasses of errors.py; what a request names is a
 `Resource` (resource.py).
 """
@@ -16,6 +22,7 @@ import os
 import threading
 from collections.abc import Iterator
 from typing import Any, Literal
+from urllib.parse import quote, urlencode, urlsplit
 
 import structlog
 import urllib3
@@ -116,6 +123,52 @@ class WatchStream(Iterator[dict[str, Any]]):
             self._response.release_conn()
 
 
+class _Wire:
+    """Where an ApiClient's requests go, worked out once: the host's pool, the URL prefix."""
+
+    def __init__(self, api_client: k8s_client.ApiClient) -> None:
+        host = api_client.configuration.host
+        manager = api_client.rest_client.pool_manager
+        origin = urlsplit(host)
+        self.prefix = origin.path.rstrip("/")
+        # A plain-HTTP API server behind a forwarding proxy gets absolute URLs (the
+        # manager does that); anything else goes straight to the host's pool.
+        self.forwarded = isinstance(manager, urllib3.ProxyManager) and origin.scheme == "http"
+        self.origin = f"{origin.scheme}://{origin.netloc}"
+        self.manager = manager
+        self.pool = manager.connection_from_url(host)
+
+    def urlopen(
+        self,
+        method: str,
+        target: str,
+        *,
+        body: bytes | None,
+        headers: dict[str, str],
+        timeout: urllib3.Timeout,
+    ) -> urllib3.BaseHTTPResponse:
+        if self.forwarded:
+            return self.manager.urlopen(
+                method,
+                self.origin + target,
+                body=body,
+                headers=headers,
+                timeout=timeout,
+                redirect=False,
+                preload_content=False,
+            )
+        return self.pool.urlopen(
+            method,
+            target,
+            body=body,
+            headers=headers,
+            timeout=timeout,
+            redirect=False,
+            assert_same_host=False,
+            preload_content=False,
+        )
+
+
 class KubeClient:
     def __init__(
         self,
@@ -127,6 +180,8 @@ class KubeClient:
         self.api_client = api_client
         self.request_timeout = request_timeout
         self._fence = fence
+        self._wire = _Wire(api_client)
+        self._static_auth: dict[str, str] | None = None
 
     def fenced(self, fence: WriteFence) -> KubeClient:
         """This client, sharing its connections, with every write passing `fence` first."""
@@ -380,21 +435,35 @@ class KubeClient:
         timeout: float | tuple[float, float | None],
         accept: str = "application/json",
     ) -> urllib3.BaseHTTPResponse:
-        headers = {"Accept": accept, "Content-Type": content_type}
-        request = self.api_client.param_serialize(
-            method,
-            path,
-            query_params=query or None,
-            header_params=headers,
-            body=body,
-            auth_settings=["BearerToken"],
-        )
+        headers = {
+            **self.api_client.default_headers,  # the User-Agent, set after construction too
+            "Accept": accept,
+            "Content-Type": content_type,
+            **self._authorization(),
+        }
+        target = self._wire.prefix + path
+        if query:
+            target += "?" + urlencode(query, quote_via=quote)
+        payload = None if body is None else json.dumps(body).encode()
         try:
-            rest_response = self.api_client.call_api(*request, _request_timeout=timeout)
+            return self._wire.urlopen(
+                method, target, body=payload, headers=headers, timeout=_timeout(timeout)
+            )
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             raise ConnectionFailed(0, "ConnectionError", f"{method} {path}: {exc}") from exc
-        response: urllib3.BaseHTTPResponse = rest_response.response
-        return response
+
+    def _authorization(self) -> dict[str, str]:
+        """The auth headers; read again each time only where the token can change."""
+        configuration = self.api_client.configuration
+        if self._static_auth is not None and configuration.refresh_api_key_hook is None:
+            return self._static_auth
+        headers = {
+            setting["key"]: setting["value"]
+            for setting in configuration.auth_settings().values()
+            if setting["in"] == "header" and setting["value"]
+        }
+        self._static_auth = headers
+        return headers
 
     @staticmethod
     def _raise(response: urllib3.BaseHTTPResponse) -> None:
@@ -414,6 +483,13 @@ def _accept(metadata_only: bool, kind: str) -> str:
     if not metadata_only:
         return JSON
     return f"{JSON};as={kind};g=meta.k8s.io;v=v1,{JSON}"
+
+
+def _timeout(timeout: float | tuple[float, float | None]) -> urllib3.Timeout:
+    """A whole-request bound, or (connect, read) bounds, as the generated client took them."""
+    if isinstance(timeout, tuple):
+        return urllib3.Timeout(connect=timeout[0], read=timeout[1])
+    return urllib3.Timeout(total=timeout)
 
 
 def _query(**params: str | int | None) -> QueryParams:

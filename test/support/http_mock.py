@@ -189,7 +189,9 @@ class HttpMock:
         timeout = options.get("timeout")
         connect = read = None
         if isinstance(timeout, urllib3.Timeout):
-            connect, read = timeout.connect_timeout, timeout.read_timeout
+            # A whole-request bound (`total`) is reported as both.
+            connect = timeout.connect_timeout
+            read = timeout.read_timeout if timeout.total is None else timeout.total
         request = SentRequest(
             method.upper(),
             url,

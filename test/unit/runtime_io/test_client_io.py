@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 import urllib3
+from http_mock import HttpMock
+from kubernetes import client as k8s_client
 from kubernetes.config.config_exception import ConfigException
 
 from baseten_operator.runtime.client import CONNECT_RETRIES, KubeClient, WatchStream
@@ -173,3 +175,49 @@ def test_from_kubeconfig_selects_the_context(tmp_path: Path) -> None:
     path.write_text(KUBECONFIG_YAML)
     client = KubeClient.from_kubeconfig(str(path), context="two")
     assert client.api_client.configuration.host == "http://127.0.0.1:6443"
+
+
+API = "https://k8s.test/clusters/c1"  # a server behind a path prefix, as Rancher serves one
+
+
+def bearer_client(token: str) -> tuple[KubeClient, k8s_client.Configuration]:
+    configuration = k8s_client.Configuration(host=API)
+    configuration.api_key = {"authorization": f"Bearer {token}"}
+    return KubeClient.from_configuration(configuration), configuration
+
+
+def test_requests_go_under_the_host_path_with_headers_and_query() -> None:
+    kube, _ = bearer_client("t0")
+    kube.api_client.user_agent = "baseten-operator/test (replica-a)"  # set after building
+    with HttpMock() as http:
+        http.get(f"{API}/api/v1/namespaces/ns/configmaps", json={"items": []})
+        http.patch(f"{API}/api/v1/namespaces/ns/configmaps/a", json={"kind": "ConfigMap"})
+        kube.list(CONFIGMAPS, "ns", label_selector="app in (a,b)", limit=5)
+        kube.patch(CONFIGMAPS, "a", {"data": {"k": "v"}}, "ns")
+    listed, patched = (call.request for call in http.calls)
+    assert listed.query == {"labelSelector": "app in (a,b)", "limit": "5"}
+    assert listed.headers["Authorization"] == "Bearer t0"
+    assert listed.headers["User-Agent"] == "baseten-operator/test (replica-a)"
+    assert patched.headers["Content-Type"] == "application/merge-patch+json"
+    assert patched.body is not None and json.loads(patched.body) == {"data": {"k": "v"}}
+
+
+def test_a_token_that_can_change_is_read_again_for_every_request() -> None:
+    kube, configuration = bearer_client("t0")
+    tokens = iter(["t1", "t2"])
+    # What the kubeconfig loader installs for exec plugins, OIDC and rotated tokens.
+    configuration.refresh_api_key_hook = lambda c: c.api_key.update(
+        authorization=f"Bearer {next(tokens)}"
+    )
+    with HttpMock() as http:
+        http.get(f"{API}/api/v1/namespaces/ns/configmaps/a", json={"kind": "ConfigMap"})
+        kube.get(CONFIGMAPS, "a", "ns")
+        kube.get(CONFIGMAPS, "a", "ns")
+    sent = [call.request.headers["Authorization"] for call in http.calls]
+    assert sent == ["Bearer t1", "Bearer t2"]
+
+
+def test_a_refused_connection_is_a_connection_failed_error() -> None:
+    kube, _ = bearer_client("t0")
+    with HttpMock(), pytest.raises(ConnectionFailed, match="GET /api/v1/namespaces/ns"):
+        kube.get(CONFIGMAPS, "a", "ns")  # nothing registered: refused
