@@ -290,9 +290,13 @@ class RateLimitingQueue:
                 return
             self._ready_at[item] = ready_at
             self._waiting_priority[item] = max(priority, self._waiting_priority.get(item, priority))
+            earliest = not self._waiting or ready_at < self._waiting[0][0]
             heapq.heappush(self._waiting, (ready_at, next(self._sequence), item))
             self._ensure_waiter_locked()
-            self._delay_changed.notify()
+            if earliest:
+                # Otherwise the waiter already wakes sooner: waking it for every add would
+                # cost a thread switch per requeue.
+                self._delay_changed.notify()
 
     def _ensure_waiter_locked(self) -> None:
         # Started on first use: most queues in tests never delay anything.
