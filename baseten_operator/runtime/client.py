@@ -7,8 +7,9 @@ much cheaper and works for custom resources alike. Requests go straight to the p
 the API server's host: the generated client's per-request work (serializing the body
 through its model sanitizer, rebuilding the URL and the auth settings, re-parsing the URL
 in the pool manager) would be pure overhead for plain dicts. The bearer token is read
-from the configuration on every request only when it can change (a refresh hook: exec
-plugins, OIDC, the service account's rotated token).
+once, unless the configuration has a refresh hook (kubeconfig tokens, exec plugins, OIDC,
+the service account's rotated token): that is asked again every few seconds, not on every
+request, since each call re-runs the loader.
 Errors become the typed `ApiError` subclasses of errors.py; what a request names is a
 `Resource` (resource.py).
 """
@@ -29,6 +30,7 @@ import urllib3
 from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
 
+from baseten_operator.runtime.clock import Clock, RealClock
 from baseten_operator.runtime.errors import ConnectionFailed, api_error
 from baseten_operator.runtime.fence import WriteFence
 from baseten_operator.runtime.resource import Resource
@@ -40,6 +42,10 @@ DEFAULT_REQUEST_TIMEOUT = 30.0
 # `timeoutSeconds`; a stream silent well past that is dead and must be abandoned.
 WATCH_READ_GRACE = 30.0
 WATCH_CONNECT_TIMEOUT = 10.0
+# How often a configuration's token refresh hook is asked again. The loaders renew a token
+# well before it expires (a kubeconfig's 5 minutes early; the service account's file is
+# re-read every minute), so asking every few seconds never sends an expired token.
+AUTH_REFRESH_INTERVAL = 5.0
 
 QueryParams = list[tuple[str, str]]
 # A merge or strategic patch is an object; a JSON patch (RFC 6902) is a list of operations.
@@ -176,16 +182,21 @@ class KubeClient:
         *,
         request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
         fence: WriteFence | None = None,
+        clock: Clock | None = None,
     ) -> None:
         self.api_client = api_client
         self.request_timeout = request_timeout
         self._fence = fence
+        self._clock: Clock = clock or RealClock()
         self._wire = _Wire(api_client)
-        self._static_auth: dict[str, str] | None = None
+        self._auth: dict[str, str] | None = None
+        self._auth_read_at = 0.0
 
     def fenced(self, fence: WriteFence) -> KubeClient:
         """This client, sharing its connections, with every write passing `fence` first."""
-        return KubeClient(self.api_client, request_timeout=self.request_timeout, fence=fence)
+        return KubeClient(
+            self.api_client, request_timeout=self.request_timeout, fence=fence, clock=self._clock
+        )
 
     def without_connect_retries(self) -> KubeClient:
         """A client whose requests end at their timeout: no connection retry after it.
@@ -197,7 +208,7 @@ class KubeClient:
         configuration.retries = urllib3.Retry(total=0, redirect=0, raise_on_status=False)
         api_client = k8s_client.ApiClient(configuration)
         api_client.user_agent = self.api_client.user_agent  # the same replica, named alike
-        return KubeClient(api_client, request_timeout=self.request_timeout)
+        return KubeClient(api_client, request_timeout=self.request_timeout, clock=self._clock)
 
     # -- construction -------------------------------------------------------------------
 
@@ -453,16 +464,21 @@ class KubeClient:
             raise ConnectionFailed(0, "ConnectionError", f"{method} {path}: {exc}") from exc
 
     def _authorization(self) -> dict[str, str]:
-        """The auth headers; read again each time only where the token can change."""
+        """The auth headers, asked of the configuration again only where its token can
+        change, and then at most every AUTH_REFRESH_INTERVAL."""
         configuration = self.api_client.configuration
-        if self._static_auth is not None and configuration.refresh_api_key_hook is None:
-            return self._static_auth
+        now = self._clock.monotonic()
+        if self._auth is not None and (
+            configuration.refresh_api_key_hook is None
+            or now - self._auth_read_at < AUTH_REFRESH_INTERVAL
+        ):
+            return self._auth
         headers = {
             setting["key"]: setting["value"]
-            for setting in configuration.auth_settings().values()
+            for setting in configuration.auth_settings().values()  # runs the refresh hook
             if setting["in"] == "header" and setting["value"]
         }
-        self._static_auth = headers
+        self._auth, self._auth_read_at = headers, now
         return headers
 
     @staticmethod

@@ -12,7 +12,13 @@ from http_mock import HttpMock
 from kubernetes import client as k8s_client
 from kubernetes.config.config_exception import ConfigException
 
-from baseten_operator.runtime.client import CONNECT_RETRIES, KubeClient, WatchStream
+from baseten_operator.runtime.client import (
+    AUTH_REFRESH_INTERVAL,
+    CONNECT_RETRIES,
+    KubeClient,
+    WatchStream,
+)
+from baseten_operator.runtime.clock import FakeClock
 from baseten_operator.runtime.errors import (
     AlreadyExists,
     ApiError,
@@ -202,19 +208,34 @@ def test_requests_go_under_the_host_path_with_headers_and_query() -> None:
     assert patched.body is not None and json.loads(patched.body) == {"data": {"k": "v"}}
 
 
-def test_a_token_that_can_change_is_read_again_for_every_request() -> None:
-    kube, configuration = bearer_client("t0")
+def test_a_token_that_can_change_is_asked_for_again_every_few_seconds() -> None:
+    configuration = k8s_client.Configuration(host=API)
+    configuration.api_key = {"authorization": "Bearer t0"}
+    clock = FakeClock()
+    kube = KubeClient(k8s_client.ApiClient(configuration), clock=clock)
     tokens = iter(["t1", "t2"])
-    # What the kubeconfig loader installs for exec plugins, OIDC and rotated tokens.
+    # What the kubeconfig loader installs for tokens, exec plugins and OIDC.
     configuration.refresh_api_key_hook = lambda c: c.api_key.update(
         authorization=f"Bearer {next(tokens)}"
     )
     with HttpMock() as http:
         http.get(f"{API}/api/v1/namespaces/ns/configmaps/a", json={"kind": "ConfigMap"})
         kube.get(CONFIGMAPS, "a", "ns")
+        kube.get(CONFIGMAPS, "a", "ns")  # within the interval: the hook is not run again
+        clock.advance(AUTH_REFRESH_INTERVAL)
         kube.get(CONFIGMAPS, "a", "ns")
     sent = [call.request.headers["Authorization"] for call in http.calls]
-    assert sent == ["Bearer t1", "Bearer t2"]
+    assert sent == ["Bearer t1", "Bearer t1", "Bearer t2"]
+
+
+def test_a_token_without_a_refresh_hook_is_read_once() -> None:
+    kube, configuration = bearer_client("t0")
+    with HttpMock() as http:
+        http.get(f"{API}/api/v1/namespaces/ns/configmaps/a", json={"kind": "ConfigMap"})
+        kube.get(CONFIGMAPS, "a", "ns")
+        configuration.api_key = {"authorization": "Bearer changed"}  # nothing re-reads it
+        kube.get(CONFIGMAPS, "a", "ns")
+    assert {call.request.headers["Authorization"] for call in http.calls} == {"Bearer t0"}
 
 
 def test_a_refused_connection_is_a_connection_failed_error() -> None:
