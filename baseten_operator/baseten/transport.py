@@ -22,6 +22,7 @@ parsing the URL again) is decided once per client.
 from __future__ import annotations
 
 import json
+import logging
 import random
 import re
 from collections.abc import Mapping
@@ -32,6 +33,7 @@ from urllib.parse import quote, urlencode
 
 import structlog
 import urllib3
+from prometheus_client import Counter, Histogram
 from pydantic import BaseModel, ValidationError
 
 from baseten_operator.baseten.connections import HttpSender
@@ -48,6 +50,7 @@ from baseten_operator.runtime.fence import WriteFence
 from baseten_operator.runtime.logging import mask_secret
 
 log = structlog.get_logger(__name__)
+_stdlib_log = logging.getLogger(__name__)  # the level structlog's stdlib loggers filter on
 
 # Documented per-key limit of every endpoint without a stricter one.
 DEFAULT_LIMIT = Limit(100, 1.0)
@@ -210,6 +213,7 @@ class Transport:
         self._policy = policy
         self._rng = rng
         self._limiter = EndpointRateLimiter(clock)
+        self._series: dict[tuple[Endpoint, str], tuple[Counter, Histogram]] = {}
         # Every request's headers but the key's, which is added per request so that no
         # attribute holds it in the clear.
         self._headers = {"Accept": "application/json", "Accept-Encoding": "gzip, deflate"}
@@ -351,10 +355,28 @@ class Transport:
 
     def _record(self, endpoint: Endpoint, code: str, started: float) -> None:
         elapsed = self._clock.monotonic() - started
-        labels = {"endpoint": endpoint.label, "method": endpoint.method}
-        BASETEN_API_REQUESTS.labels(code=code, **labels).inc()
-        BASETEN_API_LATENCY.labels(**labels).observe(elapsed)
-        log.debug("baseten request", code=code, duration=round(elapsed, 4), **labels)
+        series = self._series.get((endpoint, code))
+        if series is None:
+            # A labelled child per (endpoint, code), looked up once: `labels()` takes the
+            # metric's lock and builds its key on every call.
+            labels = {"endpoint": endpoint.label, "method": endpoint.method}
+            series = (
+                BASETEN_API_REQUESTS.labels(code=code, **labels),
+                BASETEN_API_LATENCY.labels(**labels),
+            )
+            self._series[(endpoint, code)] = series
+        requests, latency = series
+        requests.inc()
+        latency.observe(elapsed)
+        # Checked first: even a dropped structlog call builds a bound logger.
+        if _stdlib_log.isEnabledFor(logging.DEBUG):
+            log.debug(
+                "baseten request",
+                code=code,
+                duration=round(elapsed, 4),
+                endpoint=endpoint.label,
+                method=endpoint.method,
+            )
 
     def _back_off(
         self, endpoint: Endpoint, attempt: int, error: BasetenAPIError, expires: float

@@ -112,7 +112,9 @@ def with_conditions(
     """Ready and Progressing derived from deploymentStatus (section 2)."""
     previous = {c.type: c for c in status.conditions or []}
     word = status.deployment_status
-    rendered = status.model_copy(deep=True)
+    # Shallow: the rendering only replaces these two fields and is otherwise read, never
+    # changed; a deep copy was most of a steady pass's status work.
+    rendered = status.model_copy()
     rendered.observed_generation = generation
     rendered.conditions = [
         condition(
