@@ -2,6 +2,10 @@
 
 Like client-go's recorder:
 - `event()` only queues (bounded; when full the event is dropped and counted);
+- several writers drain the queue at once, so a burst (a thousand CRs turning Ready
+  together) reaches the API server at the rate it takes rather than one round trip at a
+  time; each aggregation key always goes to the same writer, so the writes of one Event
+  stay in order and its count is never raced;
 - repeats of the same (object, type, reason, message) update one Event, raising its
   `count` and `lastTimestamp`, instead of piling up new objects;
 - a token bucket per involved object (burst 25, one more every 5 minutes) stops a
@@ -15,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import queue
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
@@ -35,6 +40,7 @@ _log = structlog.get_logger(__name__)
 EventType = Literal["Normal", "Warning"]
 
 DEFAULT_QUEUE_SIZE = 1000
+DEFAULT_WRITERS = 4
 SPAM_BURST = 25
 SPAM_REFILL_SECONDS = 300.0
 _MAX_NAME_LENGTH = 253
@@ -106,17 +112,23 @@ class EventRecorder:
         queue_size: int = DEFAULT_QUEUE_SIZE,
         spam_burst: int = SPAM_BURST,
         spam_refill_seconds: float = SPAM_REFILL_SECONDS,
+        writers: int = DEFAULT_WRITERS,
     ) -> None:
+        if writers < 1:
+            raise ValueError("an event recorder needs at least one writer")
         self._client = client
         self._component = component
         self._clock: Clock = clock or RealClock()
-        self._pending: queue.Queue[_Occurrence | None] = queue.Queue(maxsize=queue_size)
+        # One queue per writer; `_room` bounds what all of them hold together.
+        self._shards: list[queue.SimpleQueue[_Occurrence | None]] = [
+            queue.SimpleQueue() for _ in range(writers)
+        ]
+        self._room = threading.BoundedSemaphore(queue_size)
         self._spam_burst = spam_burst
         self._spam_refill_seconds = spam_refill_seconds
         self._spam_lock = threading.Lock()
         self._buckets: LRUCache[tuple[str, ...], TokenBucket] = LRUCache(_CACHE_SIZE)
-        self._written: LRUCache[AggregationKey, _Written] = LRUCache(_CACHE_SIZE)  # writer only
-        self._writer: threading.Thread | None = None
+        self._writers: list[threading.Thread] = []
         self._dropped_full = metrics.EVENTS_DROPPED.labels(component=component, reason="queue_full")
         self._dropped_spam = metrics.EVENTS_DROPPED.labels(component=component, reason="spam")
         self._dropped_failed = metrics.EVENTS_DROPPED.labels(
@@ -139,10 +151,10 @@ class EventRecorder:
             message=cut(redact(message)),
             timestamp=rfc3339(self._clock),
         )
-        try:
-            self._pending.put_nowait(occurrence)
-        except queue.Full:
+        if not self._room.acquire(blocking=False):
             self._dropped_full.inc()
+            return
+        self._shards[hash(occurrence.key) % len(self._shards)].put(occurrence)
 
     def _allowed(self, involved: dict[str, str]) -> bool:
         bucket_key = tuple(involved.get(f, "") for f in ("kind", "namespace", "name", "uid"))
@@ -154,28 +166,35 @@ class EventRecorder:
             return bucket.take()
 
     def start(self) -> None:
-        if self._writer is not None:
+        if self._writers:
             return
-        self._writer = threading.Thread(
-            target=self._write_loop, name=f"event-recorder-{self._component}", daemon=True
-        )
-        self._writer.start()
+        for index, shard in enumerate(self._shards):
+            writer = threading.Thread(
+                target=self._write_loop,
+                args=(shard,),
+                name=f"event-recorder-{self._component}-{index}",
+                daemon=True,
+            )
+            self._writers.append(writer)
+            writer.start()
 
     def stop(self, flush_timeout: float) -> bool:
         """Write what is queued, for at most `flush_timeout` seconds; returns whether flushed."""
-        if self._writer is None:
-            return self._pending.empty()
-        try:
-            self._pending.put(None, timeout=flush_timeout)
-        except queue.Full:
-            return False
-        self._writer.join(flush_timeout)
-        return not self._writer.is_alive()
+        if not self._writers:
+            return all(shard.empty() for shard in self._shards)
+        for shard in self._shards:
+            shard.put(None)
+        deadline = time.monotonic() + flush_timeout
+        for writer in self._writers:
+            writer.join(max(0.0, deadline - time.monotonic()))
+        return not any(writer.is_alive() for writer in self._writers)
 
-    def _write_loop(self) -> None:
-        while (occurrence := self._pending.get()) is not None:
+    def _write_loop(self, shard: queue.SimpleQueue[_Occurrence | None]) -> None:
+        # This writer's own cache: every key of its shard is written by it alone.
+        written: LRUCache[AggregationKey, _Written] = LRUCache(_CACHE_SIZE)
+        while (occurrence := shard.get()) is not None:
             try:
-                self._write(occurrence)
+                self._write(occurrence, written)
             except Exception as error:  # best effort: an Event is never worth a crash
                 self._dropped_failed.inc()
                 _log.warning(
@@ -184,10 +203,14 @@ class EventRecorder:
                     object=f"{occurrence.namespace}/{occurrence.involved['name']}",
                     error=str(error),
                 )
+            finally:
+                self._room.release()
 
-    def _write(self, occurrence: _Occurrence) -> None:
+    def _write(
+        self, occurrence: _Occurrence, written_keys: LRUCache[AggregationKey, _Written]
+    ) -> None:
         key = occurrence.key
-        written = self._written.get(key)
+        written = written_keys.get(key)
         if written is not None:
             try:
                 self._bump(occurrence, written.name, written.count + 1)
@@ -198,12 +221,12 @@ class EventRecorder:
         name = event_name(key)
         try:
             self._client.create(EVENTS, self._new_event(occurrence, name), occurrence.namespace)
-            self._written[key] = _Written(name, 1)
+            written_keys[key] = _Written(name, 1)
         except AlreadyExists:  # written before a restart, or the cache forgot it
             existing = self._client.get(EVENTS, name, occurrence.namespace)
             count = int(existing.get("count") or 1) + 1
             self._bump(occurrence, name, count)
-            self._written[key] = _Written(name, count)
+            written_keys[key] = _Written(name, count)
 
     def _bump(self, occurrence: _Occurrence, name: str, count: int) -> None:
         patch = {"count": count, "lastTimestamp": occurrence.timestamp}

@@ -182,7 +182,7 @@ def test_a_failed_write_is_dropped_and_the_writer_carries_on(
     kube: FakeEventsClient, clock: FakeClock, unique_name: str, sample: Sample
 ) -> None:
     kube.fail_next_create = 1
-    recorder = recorder_for(kube, clock, unique_name)
+    recorder = recorder_for(kube, clock, unique_name, writers=1)  # one writer: in order
     recorder.event(MODEL, "Normal", "First", "lost")
     recorder.event(MODEL, "Normal", "Second", "written")
     recorder.stop(flush_timeout=5)
@@ -234,3 +234,43 @@ def test_a_long_message_is_cut_to_1024_characters_ending_in_an_ellipsis(
     [event] = kube.events()
     assert len(event["message"]) == 1024
     assert event["message"] == "é" * 1023 + "…"
+
+
+def test_events_of_different_keys_are_written_concurrently(
+    kube: FakeEventsClient, clock: FakeClock, unique_name: str
+) -> None:
+    both_in_flight = threading.Barrier(2, timeout=5)
+    create = kube.create
+    creates = iter(range(1_000))
+
+    def create_meeting_another(res: Resource, body: dict, namespace: str | None = None) -> dict:
+        if next(creates) < 2:
+            both_in_flight.wait()  # broken (the write fails) unless two run at once
+        return create(res, body, namespace)
+
+    kube.create = create_meeting_another  # type: ignore[method-assign]
+    recorder = recorder_for(kube, clock, unique_name)
+    for i in range(40):  # 40 keys: they cannot all land on one of the four writers
+        other = copy.deepcopy(MODEL)
+        other["metadata"].update(name=f"model-{i}", uid=f"u-{i}")
+        recorder.event(other, "Normal", "DeploymentActive", "active")
+    assert recorder.stop(flush_timeout=5)
+    assert len(kube.events()) == 40  # none failed: the first two met
+
+
+def test_repeats_spread_over_writers_still_count_exactly(
+    kube: FakeEventsClient, clock: FakeClock, unique_name: str
+) -> None:
+    recorder = recorder_for(kube, clock, unique_name, writers=4)
+    others = []
+    for i in range(8):
+        other = copy.deepcopy(MODEL)
+        other["metadata"].update(name=f"model-{i}", uid=f"u-{i}")
+        others.append(other)
+    for _ in range(5):
+        for other in others:
+            recorder.event(other, "Warning", "PromotionFailed", "promotion failed")
+    assert recorder.stop(flush_timeout=5)
+    events = kube.events()
+    assert len(events) == 8
+    assert all(event["count"] == 5 for event in events)
