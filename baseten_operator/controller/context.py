@@ -44,7 +44,7 @@ class Dependencies:
     clock: Clock
     timing: Timing
     models: ObjectCache  # the BasetenModel informer
-    configmaps: ObjectCache  # the ConfigMap informer (setup scripts)
+    configmaps: ObjectCache  # setup scripts' ConfigMaps (fetched behind a metadata informer)
     siblings: SiblingLookup
     pusher: Pusher | None = None  # None when pushes are not possible
     # U[0, 1) for retry jitter; injectable so tests pin the backoff.

@@ -37,7 +37,8 @@ __all__ = [
 
 class KubeAPI(Protocol):
     """The API server, as a pass writes a BasetenModel: its status (re-reading it when a
-    write conflicts) and its finalizer. Every other read comes from an informer cache."""
+    write conflicts) and its finalizer; and a setup script's ConfigMap, read whole when its
+    metadata-only informer says it exists. Every other read comes from an informer cache."""
 
     def get(self, res: Resource, name: str, namespace: str | None = None, /) -> dict[str, Any]: ...
 

@@ -29,6 +29,7 @@ from baseten_operator.controller.timing import Timing
 from baseten_operator.controller.truss_source import setup_script_configmap
 from baseten_operator.runtime.clock import Clock
 from baseten_operator.runtime.controller import Controller, Request, ignore_status_only_updates
+from baseten_operator.runtime.fetched import FetchedObjects
 from baseten_operator.runtime.informer import Informer
 from baseten_operator.runtime.resource import CONFIGMAPS, NAMESPACES, SECRETS
 from baseten_operator.runtime.workqueue import RateLimitingQueue
@@ -109,6 +110,9 @@ def build_controller(
 ) -> Controller:
     """The controller over informers not yet started (indexers must exist before the list).
 
+    `configmaps` may cache metadata only: a pass reads a setup script's ConfigMap whole
+    through `kube`.
+
     Without `tenancy` every CR is one tenant's: no namespace policy, no ownership rule.
     `queue` (default: a new one) is the `work_queue` the pusher reports into.
     """
@@ -133,7 +137,8 @@ def build_controller(
         clock=clock,
         timing=timing,
         models=models,
-        configmaps=configmaps,
+        # Only the setup scripts' ConfigMaps are read whole, when a pass asks (docs/design.md).
+        configmaps=FetchedObjects(kube, CONFIGMAPS, configmaps),
         siblings=lambda model_name: models.by_index(MODEL_NAME_INDEX, model_name),
         pusher=pusher,
         random=rng,
@@ -187,7 +192,8 @@ def setup_with_manager(
     )
     controller = build_controller(
         models=manager.informer(BASETENMODELS),
-        configmaps=manager.informer(CONFIGMAPS),
+        # Metadata only: no copy of every ConfigMap in the cluster (their data is fetched).
+        configmaps=manager.informer(CONFIGMAPS, metadata_only=True),
         kube=kube,
         baseten=pool.default,
         recorder=recorder,

@@ -191,12 +191,20 @@ def _grant(permissions: Permissions, resource: Resource, suffix: str, verb: str)
 
 
 def permissions_the_code_uses() -> Permissions:
-    """Every `<client>.<verb>(RESOURCE, ...)` call, and list+watch for every informer wired
-    with `<manager>.informer(RESOURCE)` (the reconciler reads everything else from them)."""
+    """Every `<client>.<verb>(RESOURCE, ...)` call, list+watch for every informer wired
+    with `<manager>.informer(RESOURCE)` (the reconciler reads everything else from them),
+    and get for the whole objects read behind one (`FetchedObjects(client, RESOURCE, ...)`)."""
     permissions: Permissions = {}
     for path in KUBE_CALLERS:
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            if not isinstance(node, ast.Call):
+                continue
+            if isinstance(node.func, ast.Name) and node.func.id == "FetchedObjects":
+                fetched = _resource_of(node.args[1]) if len(node.args) > 1 else None
+                if fetched is not None:
+                    _grant(permissions, fetched, "", "get")
+                continue
+            if not isinstance(node.func, ast.Attribute):
                 continue
             resource = _resource_of(node.args[0]) if node.args else None
             if resource is None:
@@ -226,6 +234,7 @@ def test_the_code_is_what_the_scan_sees() -> None:
     assert used[("models.baseten.com", "basetenmodels/status")] == {"update"}
     assert used[("coordination.k8s.io", "leases")] == {"get", "create", "update"}
     assert "create" in used[("", "events")]
+    assert used[("", "configmaps")] == {"get", "list", "watch"}
 
 
 def test_manager_cluster_role_grants_exactly_what_the_code_uses() -> None:
