@@ -61,10 +61,16 @@ def operator_namespace() -> str:
 
 
 def client_factory(
-    base_url: str, *, timeout: float = DEFAULT_TIMEOUT, user_agent: str | None = None
+    base_url: str,
+    *,
+    timeout: float = DEFAULT_TIMEOUT,
+    user_agent: str | None = None,
+    time_scale: float = 1.0,
 ) -> MakeClient:
     """The one place every namespace's Baseten client is built, like the operator's own."""
-    return lambda api_key: BasetenClient(api_key, base_url, timeout=timeout, user_agent=user_agent)
+    return lambda api_key: BasetenClient(
+        api_key, base_url, timeout=timeout, user_agent=user_agent, time_scale=time_scale
+    )
 
 
 def fenced_clients(make_client: MakeClient, fence: WriteFence) -> MakeClient:
@@ -132,7 +138,11 @@ def build_operator(
     )
     manager.add(pusher, stop_timeout=PUSHER_STOP_TIMEOUT)
     pool = BasetenClientPool(
-        baseten, fenced_clients(make_client or client_factory(baseten.base_url), manager.fence)
+        baseten,
+        fenced_clients(
+            make_client or client_factory(baseten.base_url, time_scale=options.time_scale),
+            manager.fence,
+        ),
     )
     controller = setup_with_manager(
         manager,
@@ -159,13 +169,18 @@ def run_operator(options: OperatorOptions) -> int:
     identity = default_identity()
     try:
         baseten = BasetenClient.from_env(
-            timeout=options.baseten_timeout, user_agent=user_agent(identity)
+            timeout=options.baseten_timeout,
+            user_agent=user_agent(identity),
+            time_scale=options.time_scale,
         )
     except ConfigError as error:
         print(f"baseten-operator: {error}", file=sys.stderr)
         return EXIT_CONFIG_ERROR
     make_client = client_factory(
-        baseten.base_url, timeout=options.baseten_timeout, user_agent=user_agent(identity)
+        baseten.base_url,
+        timeout=options.baseten_timeout,
+        user_agent=user_agent(identity),
+        time_scale=options.time_scale,
     )
     kube = (
         KubeClient.from_kubeconfig(options.kubeconfig) if options.kubeconfig else KubeClient.auto()

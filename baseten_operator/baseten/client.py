@@ -90,9 +90,11 @@ class BasetenClient:
         pool_size: int = 32,
         rng: random.Random | None = None,
         user_agent: str | None = None,
+        time_scale: float = 1.0,
     ) -> None:
         """`timeout` is each call's total deadline, retries and waits included; `connect`
-        (default: a pool of `pool_size` connections) builds what sends to `base_url`."""
+        (default: a pool of `pool_size` connections) builds what sends to `base_url`;
+        `time_scale` (`--time-scale`) scales the windows of the client-side rate limits."""
         if not api_key or not api_key.strip():
             raise ConfigError(f"a Baseten API key is required (set {API_KEY_ENV})")
         self._base_url = base_url.rstrip("/")
@@ -110,6 +112,7 @@ class BasetenClient:
             ),
             rng=rng if rng is not None else random.Random(),
             user_agent=user_agent,
+            time_scale=time_scale,
         )
 
     @classmethod
@@ -120,6 +123,7 @@ class BasetenClient:
         clock: Clock | None = None,
         timeout: float = DEFAULT_TIMEOUT,
         user_agent: str | None = None,
+        time_scale: float = 1.0,
     ) -> BasetenClient:
         api_key = os.environ.get(API_KEY_ENV, "").strip()
         if not api_key:
@@ -128,7 +132,13 @@ class BasetenClient:
             )
         base_url = os.environ.get(BASE_URL_ENV, "").strip() or DEFAULT_BASE_URL
         return cls(
-            api_key, base_url, connect=connect, clock=clock, timeout=timeout, user_agent=user_agent
+            api_key,
+            base_url,
+            connect=connect,
+            clock=clock,
+            timeout=timeout,
+            user_agent=user_agent,
+            time_scale=time_scale,
         )
 
     @property

@@ -38,10 +38,18 @@ def bucket_for(limit: Limit, clock: Clock) -> TokenBucket:
 
 
 class EndpointRateLimiter:
-    """One bucket per endpoint (an operation: method and path template), created on first use."""
+    """One bucket per endpoint (an operation: method and path template), created on first use.
 
-    def __init__(self, clock: Clock) -> None:
+    `time_scale` multiplies every limit's window, as `--time-scale` does every other delay
+    the operator waits: against a simulator whose time runs 20 times faster (its windows
+    as short), the documented 100/s is 2,000 of its seconds' worth per real second.
+    """
+
+    def __init__(self, clock: Clock, time_scale: float = 1.0) -> None:
+        if time_scale <= 0:
+            raise ValueError(f"time scale must be positive, got {time_scale}")
         self._clock = clock
+        self._time_scale = time_scale
         self._lock = threading.Lock()
         self._buckets: dict[str, TokenBucket] = {}
 
@@ -53,5 +61,6 @@ class EndpointRateLimiter:
         with self._lock:
             bucket = self._buckets.get(endpoint)
             if bucket is None:
-                bucket = self._buckets[endpoint] = bucket_for(limit, self._clock)
+                scaled = Limit(limit.requests, limit.per_seconds * self._time_scale)
+                bucket = self._buckets[endpoint] = bucket_for(scaled, self._clock)
         return bucket.reserve()

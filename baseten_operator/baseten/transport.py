@@ -205,6 +205,7 @@ class Transport:
         policy: RetryPolicy,
         rng: random.Random,
         user_agent: str | None = None,
+        time_scale: float = 1.0,
     ) -> None:
         self._api_key = api_key
         self._prefix = urllib3.util.parse_url(base_url).path or ""
@@ -212,7 +213,7 @@ class Transport:
         self._clock = clock
         self._policy = policy
         self._rng = rng
-        self._limiter = EndpointRateLimiter(clock)
+        self._limiter = EndpointRateLimiter(clock, time_scale)
         self._series: dict[tuple[Endpoint, str], tuple[Counter, Histogram]] = {}
         # Every request's headers but the key's, which is added per request so that no
         # attribute holds it in the clear.

@@ -135,7 +135,7 @@ class Sandbox:
         self._manager = build_operator(
             self.operator_options,
             kube=self._operator_kube,
-            baseten=BasetenClient.from_env(clock=clock),
+            baseten=BasetenClient.from_env(clock=clock, time_scale=self.settings.time_scale),
             clock=clock,
         )
         self._manager.start()

@@ -113,3 +113,19 @@ def test_a_get_and_a_patch_of_one_path_are_throttled_apart(
     assert clock.sleeps == []  # the PATCH has a budget of its own
     client.get_environment("m1", "production")
     assert clock.sleeps == [pytest.approx(1 / 75)]
+
+
+def test_a_time_scale_shortens_every_window_like_every_other_wait(
+    clock: Any, rsps: HttpMock, base_url: str
+) -> None:
+    # --time-scale 0.1: the simulator's minute lasts 6 s, so the client's budget refills so.
+    client = BasetenClient("k", base_url, clock=clock, time_scale=0.1)
+    rsps.post(f"{base_url}/models/m1/deployments/d1/activate", json={"success": True})
+    for _ in range(6):
+        client.activate_deployment("m1", "d1")
+    assert clock.sleeps == [pytest.approx(0.4)]  # 20/min: 5 at once, then one per 4 s x 0.1
+
+
+def test_a_time_scale_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="time scale"):
+        EndpointRateLimiter(FakeClock(), time_scale=0)
