@@ -1,6 +1,8 @@
 """The sandbox: the operator on an embedded Kubernetes emulator and Baseten simulator.
 
-`command` is `baseten-operator sandbox` (its flags and `run_sandbox`); `stack` starts the
+`command` is `baseten-operator sandbox`'s flags (`settings` their defaults) and
+`run_sandbox`, which imports `session` (the run itself) only when the sandbox runs: the
+command line builds every command's flags, `run`'s process included; `stack` starts the
 emulator, the simulator and the real operator (`main.build_operator`) in one process;
 `cluster` installs the CRD, the API-key Secret and the samples; `display`, `events` and
 `console` show the models converging; `playbook` prints ready-made commands; `tour` is the

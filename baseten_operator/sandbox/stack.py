@@ -8,8 +8,6 @@ too, talking to both over loopback HTTP exactly as it would to the real services
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
-from pathlib import Path
 from typing import IO
 
 import structlog
@@ -25,6 +23,7 @@ from baseten_operator.runtime.manager import Manager
 from baseten_operator.runtime.resource import LEASES
 from baseten_operator.sandbox import cluster
 from baseten_operator.sandbox.seed import SANDBOX_API_KEY, SeededAccount, seed_account
+from baseten_operator.sandbox.settings import SandboxSettings
 from baseten_operator.sandbox.waiting import wait_until
 from baseten_operator.sim.baseten.simulator import BasetenSimulator
 from baseten_operator.sim.kube.server import KubeApiServer
@@ -32,29 +31,6 @@ from baseten_operator.sim.kube.server import KubeApiServer
 log = structlog.get_logger(__name__)
 
 LEADER_TIMEOUT = 20.0
-
-
-@dataclass(frozen=True)
-class SandboxSettings:
-    """What `baseten-operator sandbox` can set; its flags default to these defaults."""
-
-    work_dir: Path = Path(".sandbox")
-    # Fast: a 5-minute wait lasts 6 seconds, in the operator and the simulator alike.
-    time_scale: float = 0.02
-    kube_port: int = 0  # 0: any free port
-    baseten_port: int = 0
-    # Loopback, any free port: the sandbox's servers are for the one user at this machine.
-    metrics_bind_address: str = "127.0.0.1:0"
-    health_probe_bind_address: str = "127.0.0.1:0"
-    log_level: str = "info"
-
-    @property
-    def kubeconfig(self) -> Path:
-        return self.work_dir / "kubeconfig"
-
-    @property
-    def operator_log(self) -> Path:
-        return self.work_dir / "operator.log"
 
 
 class Sandbox:

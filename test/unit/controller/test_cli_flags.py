@@ -4,6 +4,8 @@ controller-runtime's) and of the sandbox: their defaults, and one definition of 
 from __future__ import annotations
 
 import argparse
+import subprocess
+import sys
 from dataclasses import asdict, fields
 
 import pytest
@@ -150,3 +152,16 @@ def test_a_flag_of_run_and_the_sandbox_is_defined_once(flag: str) -> None:
         return action.dest, action.type, action.choices, action.help, action.nargs
 
     assert definition("run") == definition("sandbox")
+
+
+def test_the_command_line_of_run_imports_no_simulator() -> None:
+    """`run` builds every command's flags; the sandbox's must not bring the simulators (and
+    their CEL interpreter) into every operator process."""
+    probe = (
+        "import sys, baseten_operator.cli as cli; cli.build_parser(); "
+        "print(sorted(m for m in sys.modules if m.startswith(('baseten_operator.sim', 'celpy'))))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert out.stdout.strip() == "[]"
