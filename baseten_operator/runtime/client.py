@@ -42,6 +42,10 @@ DEFAULT_REQUEST_TIMEOUT = 30.0
 # `timeoutSeconds`; a stream silent well past that is dead and must be abandoned.
 WATCH_READ_GRACE = 30.0
 WATCH_CONNECT_TIMEOUT = 10.0
+# Connections kept open to the API server. The client's default (5 per CPU) is fewer than
+# one process uses at once (a watch per informer, the workers, the Event writers): past it,
+# every extra request opened a connection and threw it away.
+CONNECTION_POOL_SIZE = 32
 # How often a configuration's token refresh hook is asked again. The loaders renew a token
 # well before it expires (a kubeconfig's 5 minutes early; the service account's file is
 # re-read every minute), so asking every few seconds never sends an expired token.
@@ -229,6 +233,9 @@ class KubeClient:
     @classmethod
     def from_configuration(cls, configuration: k8s_client.Configuration) -> KubeClient:
         configuration.retries = CONNECT_RETRIES
+        configuration.connection_pool_maxsize = max(
+            configuration.connection_pool_maxsize or 0, CONNECTION_POOL_SIZE
+        )
         return cls(k8s_client.ApiClient(configuration))
 
     @classmethod

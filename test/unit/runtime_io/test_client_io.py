@@ -163,6 +163,8 @@ def test_auto_uses_kubeconfig_env_then_home_then_in_cluster(
     assert configuration.host == "http://127.0.0.1:6443"
     assert configuration.auth_settings()["BearerToken"]["value"] == "Bearer secret-token"
     assert configuration.retries is CONNECT_RETRIES
+    # Room for every connection one process holds at once (watches, workers, Event writers).
+    assert client.api_client.rest_client.pool_manager.connection_pool_kw["maxsize"] == 32
 
     monkeypatch.delenv("KUBECONFIG")
     monkeypatch.setenv("HOME", str(tmp_path))
