@@ -7,7 +7,9 @@ connection gets a socket timeout (a request that stops arriving, or a keep-alive
 connection left idle, is closed after `idle_timeout`) and the number of connections
 served at once is capped: one beyond the cap is closed at once instead of costing a
 thread. With a TLS context the handshake runs on the connection's own thread under the
-same timeout, so a client that never finishes it cannot stall the accept loop.
+same timeout, so a client that never finishes it cannot stall the accept loop. The accept
+loop sleeps until a connection or `shutdown` wakes it, where socketserver's polls a few
+times a second (an idle operator's main cost).
 
 `RoutedHTTPServer` maps path prefixes to handlers that return a whole `Response`. The
 response leaves in one write (buffered writer, flushed once per request) with
@@ -17,6 +19,8 @@ response leaves in one write (buffered writer, flushed once per request) with
 
 from __future__ import annotations
 
+import selectors
+import socket
 import ssl
 import threading
 from collections.abc import Callable, Mapping
@@ -54,6 +58,8 @@ class BoundedHTTPServer(ThreadingHTTPServer):
 
     daemon_threads = True
     request_queue_size = 128
+    # `handle_request` waits at most this for a connection that vanished before its accept.
+    timeout = 1.0
 
     def __init__(
         self,
@@ -66,7 +72,38 @@ class BoundedHTTPServer(ThreadingHTTPServer):
         self.limits = limits
         self._tls = tls
         self._slots = threading.BoundedSemaphore(limits.max_connections)
+        # `shutdown` writes to the pair to wake the accept loop; `_serving` is clear while
+        # the loop runs.
+        self._wake_reader, self._wake_writer = socket.socketpair()
+        self._closing = threading.Event()
+        self._serving = threading.Event()
+        self._serving.set()
         super().__init__(address, handler_class)
+
+    def serve_forever(self, poll_interval: float = 0.5) -> None:
+        """Accept connections until `shutdown`; `poll_interval` is ignored: nothing polls."""
+        self._serving.clear()
+        try:
+            with selectors.DefaultSelector() as selector:
+                selector.register(self, selectors.EVENT_READ)
+                selector.register(self._wake_reader, selectors.EVENT_READ)
+                while not self._closing.is_set():
+                    for key, _ in selector.select():
+                        if key.fileobj is self and not self._closing.is_set():
+                            self.handle_request()  # ready: accepts without waiting
+        finally:
+            self._serving.set()
+
+    def shutdown(self) -> None:
+        """Stop the accept loop and wait for it (at once if it is not running)."""
+        self._closing.set()
+        self._wake_writer.send(b"\0")
+        self._serving.wait()
+
+    def server_close(self) -> None:
+        super().server_close()
+        self._wake_reader.close()
+        self._wake_writer.close()
 
     def process_request(self, request: Any, client_address: Any) -> None:
         if not self._slots.acquire(blocking=False):
@@ -242,7 +279,6 @@ class RoutedHTTPServer:
         )
         self._thread = threading.Thread(
             target=self._server.serve_forever,
-            kwargs={"poll_interval": 0.1},
             name=f"{self._name}-http",
             daemon=True,
         )

@@ -44,8 +44,6 @@ EXIT_OK = 0
 EXIT_LOST_LEASE = 1
 # A leader whose Lease went unrenewed this long past its duration reports unready.
 LEADER_HEALTH_TOLERANCE = 20.0
-# How often `wait` looks whether a replica that lost its Lease is taking too long to stop.
-_WAIT_POLL_SECONDS = 0.05
 
 
 class Runnable(Protocol):
@@ -117,6 +115,8 @@ class Manager:
         self._leading = False
         self._stopping = threading.Event()
         self._done = threading.Event()
+        # Set with `_done` and with `_lease_lost`: what `wait` sleeps on (no polling).
+        self._attention = threading.Event()
         self._exit_code = EXIT_OK
         self._log = log.bind(identity=self.identity)
 
@@ -204,11 +204,11 @@ class Manager:
         if lost_lease_grace is None:
             self._done.wait()
             return self._exit_code
-        while not self._done.wait(_WAIT_POLL_SECONDS):
-            if self._lease_lost.is_set():
-                if not self._done.wait(lost_lease_grace):
-                    self._log.error("still stopping after losing the lease: exiting anyway")
-                return EXIT_LOST_LEASE
+        self._attention.wait()
+        if not self._done.is_set():  # the Lease was lost and the stop is under way
+            if not self._done.wait(lost_lease_grace):
+                self._log.error("still stopping after losing the lease: exiting anyway")
+            return EXIT_LOST_LEASE
         return self._exit_code
 
     def run(self, *, lost_lease_grace: float | None = None) -> int:
@@ -265,6 +265,7 @@ class Manager:
             return  # our own clean release
         self.fence.close("leadership lost")
         self._lease_lost.set()
+        self._attention.set()
         self._log.error("leader election lost: stopping controllers and exiting")
         self._shutdown(EXIT_LOST_LEASE, 0.0)
 
@@ -295,6 +296,7 @@ class Manager:
         finally:
             self._log.info("manager stopped", exit_code=self._exit_code)
             self._done.set()
+            self._attention.set()
 
     def _stop_leader_work(self, drain_timeout: float) -> None:
         """Stop the work in parallel (none takes new work while another drains), then the
