@@ -213,24 +213,28 @@ class ObjectSeries:
     def __init__(self, *gauges: Gauge) -> None:
         self._gauges = gauges
         self._lock = threading.Lock()
-        self._labels: dict[tuple[str, str], tuple[str, ...]] = {}
+        # Per object: its labels and its series, looked up once (`labels()` takes each
+        # gauge's lock and builds its key: a cost on every pass otherwise).
+        self._series: dict[tuple[str, str], tuple[tuple[str, ...], list[Gauge]]] = {}
 
     def set(self, namespace: str, name: str, *labels: str, values: Sequence[float]) -> None:
         """One value per gauge, in the order the gauges were given."""
         full = (namespace, name, *labels)
         with self._lock:
-            previous = self._labels.get((namespace, name))
-            if previous is not None and previous != full:
-                self._remove(previous)
-            self._labels[(namespace, name)] = full
-            for gauge, value in zip(self._gauges, values, strict=True):
-                gauge.labels(*full).set(value)
+            known = self._series.get((namespace, name))
+            if known is None or known[0] != full:
+                if known is not None:
+                    self._remove(known[0])
+                known = (full, [gauge.labels(*full) for gauge in self._gauges])
+                self._series[(namespace, name)] = known
+            for series, value in zip(known[1], values, strict=True):
+                series.set(value)
 
     def forget(self, namespace: str, name: str) -> None:
         with self._lock:
-            labels = self._labels.pop((namespace, name), None)
-            if labels is not None:
-                self._remove(labels)
+            known = self._series.pop((namespace, name), None)
+            if known is not None:
+                self._remove(known[0])
 
     def _remove(self, labels: tuple[str, ...]) -> None:
         for gauge in self._gauges:

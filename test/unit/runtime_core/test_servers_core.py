@@ -101,6 +101,9 @@ def test_object_series_are_replaced_and_removed_with_their_object() -> None:
     assert registry.get_sample_value("object_ready", labels) is None
     staging = {**labels, "environment": "staging"}
     assert registry.get_sample_value("object_ready", staging) == 0
+    series.set("ns-series", "m", "llama", "staging", values=(1, 2))  # same labels: new values
+    assert registry.get_sample_value("object_ready", staging) == 1
+    assert registry.get_sample_value("object_replicas", staging) == 2
     series.forget("ns-series", "m")
     assert registry.get_sample_value("object_ready", staging) is None
     assert registry.get_sample_value("object_replicas", staging) is None
