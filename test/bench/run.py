@@ -1,45 +1,56 @@
-"""`make bench`: scale and latency figures of the operator on the two simulators (printed only).
+"""`make bench`: the operator's figures, as the side-by-side benchmark measures them, for the
+project alone (printed, never asserted).
 
-Runs the real operator loop in-process (test/integration/operator/operator_harness.py) and
-measures:
-- the time for N BasetenModels (default 1,000, one model each) to become Ready;
-- p50/p99 from a spec change (the PATCH to the CR) to the matching Baseten write
-  (the simulator's audit log timestamp of the environment PATCH);
-- Baseten calls per CR over one steady period, and reconciles per second (ramp and steady);
-- peak RSS of this process (operator + both simulators + the observer);
-- that `truss` was never imported into the operator process.
-Then the Kubernetes emulator's own figures (bench_kube.run()). It never asserts.
+The Kubernetes emulator, the Baseten simulator and the operator (`baseten-operator run`) each
+run as their own process. The phases and the rows are those of the side-by-side benchmark
+against kopf (its README has the method):
+1. seed N models, each with an ACTIVE source deployment `bench-img-1.0` and a `production`
+   environment serving an older `bench-img-0.9`; start the operator; one warm-up CR to Ready
+   (not counted; "start to first CR Ready" is from the operator's start to that moment);
+2. convergence: N CRs created from 16 threads, each asking to promote the source, until all
+   are Ready at once, then one settle period;
+3. a steady window (`--steady-periods` x 5 minutes, scaled): nothing changes;
+4. spec changes: `minReplicas` 1 -> 2 on M CRs at `--change-rate` a second, each timed to
+   the matching Baseten PATCH, then every CR Ready again at its new generation.
+CPU and peak RSS come from /proc; Baseten calls from the simulator's request log; Kubernetes
+writes from the driver's own watches. The simulator's rate limits are off (the client keeps
+its own) and its promotions take the simulated time they take, scaled.
+Then the Kubernetes emulator's own figures (bench_kube.run()), unless --skip-kube.
 
-.venv/bin/python test/bench/run.py [--crs 1000] [--time-scale 0.1] [--changes 100]
+.venv/bin/python test/bench/run.py [--crs 1000] [--time-scale 0.05] [--changes 100] ...
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
-import resource
-import statistics
 import sys
-import tempfile
+import threading
 import time
 from collections.abc import Callable
-from functools import partial
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import yaml
+
 from baseten_operator.api.constants import BASETENMODELS
-from baseten_operator.controller.timing import Timing
+from baseten_operator.runtime.client import KubeClient
+from baseten_operator.runtime.informer import Informer
 from baseten_operator.runtime.logging import configure_logging
+from baseten_operator.runtime.resource import CRDS, EVENTS, NAMESPACES
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "support"))
-sys.path.insert(0, str(HERE.parent / "integration" / "operator"))
+sys.path.insert(0, str(HERE))
 
-from operator_harness import OperatorHarness, is_ready, reconcile_spec  # noqa: E402
+from stack import REPO, Stack, StackError  # noqa: E402
 
-Figure = tuple[str, float, str]
-NAMESPACES = 10
+NAMESPACE = "bench"
+SOURCE, PREVIOUS, ENV = "bench-img-1.0", "bench-img-0.9", "production"
+WARMUP = "warmup"
+CRD_FILE = REPO / "config" / "crd" / "bases" / "models.baseten.com_basetenmodels.yaml"
+AUTOSCALING = {"min_replica": 1, "max_replica": 2}
 
 
 def load_sibling(name: str) -> ModuleType:
@@ -51,167 +62,416 @@ def load_sibling(name: str) -> ModuleType:
     return module
 
 
-def percentile(values: list[float], fraction: float) -> float:
+def percentile(values: list[float], q: float) -> float | None:
+    """Linear interpolation between closest ranks, as the side-by-side benchmark computes it."""
+    if not values:
+        return None
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
+    position = (len(ordered) - 1) * q
+    low = int(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
-def wait_until(probe: Callable[[], bool], timeout: float, interval: float = 0.2) -> bool:
-    deadline = time.monotonic() + timeout
-    while not probe():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(interval)
-    return True
+def cr_name(i: int) -> str:
+    return f"bm-{i:04d}"
 
 
-class OperatorBench:
-    def __init__(self, harness: OperatorHarness, crs: int, changes: int) -> None:
-        self.h = harness
-        self.crs = crs
-        self.changes = changes
-        self.namespaces = [harness.new_namespace("bench") for _ in range(NAMESPACES)]
-        self.keys: list[tuple[str, str]] = []
-        self.model_ids: dict[str, str] = {}
-        self.figures: list[Figure] = []
+def is_ready(obj: dict[str, Any]) -> bool:
+    conditions = (obj.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
-    def ready_count(self) -> int:
-        items = self.h.kube.list(BASETENMODELS).get("items") or []
-        return sum(1 for obj in items if is_ready(obj))
 
-    def scale_to_ready(self) -> None:
-        for i in range(self.crs):
-            name = f"bench-{i:04d}"
-            model = self.h.sim.seed_model(name)
-            self.h.sim.seed_deployment(model["id"], f"{name}-v1")
-            self.model_ids[name] = model["id"]
-        passes_before = self.h.reconcile_count()
-        started = time.monotonic()
-        for i, name in enumerate(self.model_ids):
-            namespace = self.namespaces[i % NAMESPACES]
-            spec = reconcile_spec(
-                name,
-                f"{name}-v1",
-                environment={"name": "production", "autoscaling": {"maxReplicas": 2}},
-            )
-            self.h.create_model_cr(namespace, name, spec)
-            self.keys.append((namespace, name))
-        created = time.monotonic() - started
-        done = wait_until(lambda: self.ready_count() >= self.crs, timeout=900.0, interval=0.5)
-        elapsed = time.monotonic() - started
-        passes = self.h.reconcile_count() - passes_before
-        label = f"time for {self.crs} CRs to become Ready"
-        self.figures += [
-            (f"create {self.crs} CRs (API calls only)", created, "s"),
-            (label if done else label + " (TIMED OUT, partial)", elapsed, "s"),
-            ("reconciles/s while converging", passes / elapsed, "passes/s"),
-        ]
+def changed_parts(old: dict[str, Any], new: dict[str, Any]) -> str:
+    parts = [k for k in ("spec", "status") if old.get(k) != new.get(k)]
+    bookkeeping = ("resourceVersion", "managedFields")
+    meta = [{k: v for k, v in (o.get("metadata") or {}).items() if k not in bookkeeping}
+            for o in (old, new)]  # fmt: skip
+    if meta[0] != meta[1]:
+        parts.append("metadata")
+    return "+".join(parts) or "nothing"
 
-    def steady_period(self) -> None:
-        period = Timing.scaled(self.h.operator_time_scale).steady
-        since = time.time()
-        passes_before = self.h.reconcile_count()
-        time.sleep(period)  # measuring a period of steady state: the wait is the measurement
-        calls = self.h.requests.seen(path_contains="/v1/", since=since)
-        passes = self.h.reconcile_count() - passes_before
-        self.figures += [
-            (
-                f"Baseten calls per CR per steady period ({period:.0f}s)",
-                len(calls) / self.crs,
-                "calls",
-            ),
-            ("reconciles/s in steady state", passes / period, "passes/s"),
-        ]
 
-    def first_patch(self, model_id: str, since: float) -> float | None:
-        """When the simulator answered the first environment PATCH on the model since `since`."""
-        times = [
-            e["time"]
-            for e in self.h.writes_for_model(model_id, since=since)
-            if e["method"] == "PATCH" and e["path"].endswith("/environments/production")
-        ]
-        return min(times) if times else None
+class Observed:
+    """What the driver's watches of BasetenModels and Events see, with arrival times."""
 
-    def patched_since(self, model_id: str, since: float) -> bool:
-        return self.first_patch(model_id, since) is not None
+    def __init__(self) -> None:
+        self.cond = threading.Condition()
+        self.objects: dict[str, dict[str, Any]] = {}
+        self.ready_at: dict[str, float] = {}  # the last turn to Ready
+        self.acted_at: dict[str, float] = {}  # the first status.deploymentStatus
+        self.unready: list[tuple[float, str]] = []
+        self.cr_writes: list[tuple[float, str, str]] = []
+        self.event_writes: list[tuple[float, str, str]] = []
 
-    def change_latency(self) -> None:
-        """Spec change -> Baseten write, one change at a time over a busy operator."""
-        latencies: list[float] = []
-        missed = 0
-        for i in range(min(self.changes, len(self.keys))):
-            namespace, name = self.keys[i]
-            model_id = self.model_ids[name]
-            patched_at = time.time()
-            self.h.patch_spec(
-                namespace, name, {"environment": {"autoscaling": {"maxReplicas": 3 + i % 5}}}
-            )
-
-            if not wait_until(
-                partial(self.patched_since, model_id, patched_at),
-                timeout=30.0,
-                interval=0.005,
+    def on_cr(self, obj: dict[str, Any], old: dict[str, Any] | None = None) -> None:
+        now = time.time()
+        name = obj["metadata"]["name"]
+        with self.cond:
+            self.objects[name] = obj
+            if old is not None and old["metadata"].get("resourceVersion") != obj["metadata"].get(
+                "resourceVersion"
             ):
-                missed += 1
-                continue
-            first = self.first_patch(model_id, patched_at)
-            assert first is not None
-            latencies.append(first - patched_at)
-        if latencies:
-            self.figures += [
-                ("spec change -> Baseten write p50", percentile(latencies, 0.5) * 1000, "ms"),
-                ("spec change -> Baseten write p99", percentile(latencies, 0.99) * 1000, "ms"),
-                ("spec change -> Baseten write mean", statistics.fmean(latencies) * 1000, "ms"),
-            ]
-        self.figures.append(("spec changes without a write within 30s", missed, "changes"))
+                self.cr_writes.append((now, name, changed_parts(old, obj)))
+            if (obj.get("status") or {}).get("deploymentStatus"):
+                self.acted_at.setdefault(name, now)
+            was_ready = old is not None and is_ready(old)
+            if is_ready(obj) and not was_ready:
+                self.ready_at[name] = now
+            elif was_ready and not is_ready(obj):
+                self.unready.append((now, name))
+            self.cond.notify_all()
+
+    def on_event(self, event: dict[str, Any], old: dict[str, Any] | None = None) -> None:
+        involved = event.get("involvedObject") or {}
+        if involved.get("kind") != "BasetenModel":
+            return
+        with self.cond:
+            self.event_writes.append((time.time(), involved.get("name", ""), event["reason"]))
+
+    def ready(self) -> set[str]:
+        return {name for name, obj in self.objects.items() if is_ready(obj)}
+
+    def wait_for(self, predicate: Callable[[], bool], timeout: float, stack: Stack) -> bool:
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while not predicate():
+                if time.monotonic() > deadline:
+                    return False
+                stack.check_alive()
+                self.cond.wait(0.5)
+        return True
+
+    def writes(self, since: float, until: float, names: set[str]) -> tuple[int, int]:
+        with self.cond:
+            crs = sum(1 for t, n, _ in self.cr_writes if since <= t < until and n in names)
+            events = sum(1 for t, n, _ in self.event_writes if since <= t < until and n in names)
+        return crs, events
+
+    def lost_ready(self, since: float, until: float, names: set[str]) -> int:
+        with self.cond:
+            return sum(1 for t, n in self.unready if since <= t < until and n in names)
 
 
-def print_table(title: str, figures: list[Figure]) -> None:
-    width = max(len(name) for name, _, _ in figures)
-    print(f"\n{title}\n{'-' * (width + 26)}")
-    for name, value, unit in figures:
-        print(f"{name:<{width}}  {value:>12.2f}  {unit}")
+class Bench:
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.scale = args.time_scale
+        self.poll, self.period = 30 * self.scale, 300 * self.scale
+        self.stack = Stack(self.scale)
+        self.seen = Observed()
+        self.names = [cr_name(i) for i in range(args.crs)]
+        self.measured = set(self.names)
+        self.model_ids: dict[str, str] = {}
+        self.figures: dict[str, Any] = {}
+        self.kube: KubeClient | None = None
+        self.informers: list[Informer] = []
 
+    # -- set-up -------------------------------------------------------------------------
 
-def run_operator_bench(crs: int, time_scale: float, changes: int) -> list[Figure]:
-    with tempfile.TemporaryDirectory() as workdir:
-        harness = OperatorHarness(
-            operator_time_scale=time_scale,
-            sim_time_scale=0.01,
-            workdir=Path(workdir),
+    def setup(self) -> None:
+        self.stack.start_servers()
+        self.kube = KubeClient.from_kubeconfig(str(self.stack.kubeconfig))
+        self.kube.create(CRDS, yaml.safe_load(CRD_FILE.read_text()))
+        self.kube.create(NAMESPACES, {"metadata": {"name": NAMESPACE}})
+        self._wait_for_crd()
+        with ThreadPoolExecutor(8) as pool:
+            ids = pool.map(self._seed_model, [*self.names, WARMUP])
+            self.model_ids = dict(zip([*self.names, WARMUP], ids, strict=True))
+        models = Informer(self.kube, BASETENMODELS, NAMESPACE)
+        models.add_event_handler(
+            on_add=self.seen.on_cr, on_update=lambda old, new: self.seen.on_cr(new, old)
         )
-        harness.start()
+        events = Informer(self.kube, EVENTS, NAMESPACE)
+        events.add_event_handler(
+            on_add=self.seen.on_event, on_update=lambda old, new: self.seen.on_event(new, old)
+        )
+        self.informers = [models, events]
+        for informer in self.informers:
+            informer.start()
+            if not informer.wait_for_sync(60):
+                raise StackError(f"the driver's {informer.resource.plural} watch never synced")
+
+    def _wait_for_crd(self) -> None:
+        assert self.kube is not None
+        name = f"{BASETENMODELS.plural}.{BASETENMODELS.group}"
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            crd = self.kube.get(CRDS, name)
+            conditions = (crd.get("status") or {}).get("conditions") or []
+            if any(c["type"] == "Established" and c["status"] == "True" for c in conditions):
+                return
+            time.sleep(0.05)
+        raise StackError("the BasetenModel CRD was never Established")
+
+    def _seed_model(self, name: str) -> str:
+        """A model serving PREVIOUS in production, with SOURCE ready to be promoted."""
+        control = self.stack.control
+        model = control("seed_model", name=f"bench-model-{name}")
+        for deployment in (SOURCE, PREVIOUS):
+            seeded = control(
+                "seed_deployment",
+                model_id=model["id"],
+                name=deployment,
+                autoscaling_settings=AUTOSCALING,
+            )
+        control(
+            "seed_environment",
+            model_id=model["id"],
+            name=ENV,
+            current_deployment_id=seeded["id"],
+            autoscaling_settings=AUTOSCALING,
+        )
+        return str(model["id"])
+
+    def create(self, name: str) -> float:
+        assert self.kube is not None
+        manifest = {
+            "apiVersion": f"{BASETENMODELS.group}/{BASETENMODELS.version}",
+            "kind": BASETENMODELS.kind,
+            "metadata": {"name": name, "namespace": NAMESPACE},
+            "spec": {
+                "modelName": f"bench-model-{name}",
+                "sourceDeploymentName": SOURCE,
+                "environment": {"name": ENV, "autoscaling": {"minReplicas": 1, "maxReplicas": 2}},
+            },
+        }
+        sent = time.time()
+        self.kube.create(BASETENMODELS, manifest, NAMESPACE)
+        return sent
+
+    def cpu(self) -> dict[str, float]:
+        return {name: usage.cpu_seconds() for name, usage in self.stack.usage.items()}
+
+    def baseten_calls(self, since: float, until: float) -> int:
+        return sum(
+            1
+            for entry in self.stack.control("request_log")
+            if entry["path"].startswith("/v1/") and since <= entry["time"] <= until
+        )
+
+    # -- phases ---------------------------------------------------------------------------
+
+    def warmup(self) -> None:
+        self.stack.start_operator(self.args.operator_arg or [])
+        self.create(WARMUP)
+        if not self.seen.wait_for(lambda: WARMUP in self.seen.ready(), 60, self.stack):
+            raise StackError("the warm-up CR never became Ready")
+        self.figures["start to first CR Ready"] = (
+            self.seen.ready_at[WARMUP] - self.stack.operator_started_at
+        )
+
+    def converge(self) -> None:
+        cpu0, t0 = self.cpu(), time.time()
+        with ThreadPoolExecutor(16) as pool:
+            created = dict(zip(self.names, pool.map(self.create, self.names), strict=True))
+        done = self.seen.wait_for(
+            lambda: self.measured <= self.seen.ready(), self.args.ready_timeout, self.stack
+        )
+        cpu1 = self.cpu()
+        with self.seen.cond:
+            ready = {n: self.seen.ready_at[n] for n in self.names if n in self.seen.ready_at}
+            acted = {n: self.seen.acted_at[n] for n in self.names if n in self.seen.acted_at}
+        if not done:
+            raise StackError(f"only {len(ready)} of {len(self.names)} CRs became Ready")
+        t_last = max(ready.values())
+        settle = max(1.0, self.poll)
+        time.sleep(max(0.0, t_last + settle - time.time()))
+        latencies = [ready[n] - created[n] for n in self.names]
+        first = [acted[n] - created[n] for n in self.names]
+        crs, events = self.seen.writes(t0, t_last + settle, self.measured)
+        n = len(self.names)
+        self.figures.update(
+            {
+                "time to all Ready": t_last - t0,
+                "throughput to Ready": n / (t_last - t0),
+                "time to all first status": max(acted.values()) - t0,
+                "create->first status p99": percentile(first, 0.99),
+                "create->Ready p50": percentile(latencies, 0.5),
+                "create->Ready p99": percentile(latencies, 0.99),
+                "Baseten calls/CR to Ready": self.baseten_calls(t0, t_last) / n,
+                "K8s CR writes/CR to Ready": crs / n,
+                "K8s Event writes/CR to Ready": events / n,
+                "operator CPU to Ready": cpu1["operator"] - cpu0["operator"],
+                "emulator CPU to Ready": cpu1["emulator"] - cpu0["emulator"],
+            }
+        )
+        self._lost = self.seen.lost_ready(t0, t_last + settle, self.measured)
+
+    def steady(self) -> None:
+        cpu0, t0 = self.cpu(), time.time()
+        end = t0 + self.args.steady_periods * self.period
+        while time.time() < end:
+            self.stack.check_alive()
+            time.sleep(min(0.5, max(0.0, end - time.time())))
+        t1 = time.time()
+        cpu1 = self.cpu()
+        per = len(self.names) * self.args.steady_periods
+        crs, events = self.seen.writes(t0, t1, self.measured)
+        self.figures.update(
+            {
+                "steady Baseten calls/CR/period": self.baseten_calls(t0, t1) / per,
+                "steady K8s writes/CR/period": (crs + events) / per,
+                "steady operator CPU/period": (cpu1["operator"] - cpu0["operator"])
+                / self.args.steady_periods,
+                "Ready lost after Ready (no spec change)": self._lost
+                + self.seen.lost_ready(t0, t1, self.measured),
+            }
+        )
+
+    def spec_changes(self) -> None:
+        assert self.kube is not None
+        kube = self.kube
+        m = min(self.args.changes, len(self.names))
+        chosen = [self.names[int(i * len(self.names) / m)] for i in range(m)]
+        sent: dict[str, float] = {}
+        generations: dict[str, int] = {}
+        t0 = time.time()
+
+        def send(name: str) -> None:
+            at = time.time()
+            patch = {"spec": {"environment": {"autoscaling": {"minReplicas": 2}}}}
+            out = kube.patch(BASETENMODELS, name, patch, NAMESPACE)
+            sent[name] = at
+            generations[name] = out["metadata"].get("generation", 0)
+
+        with ThreadPoolExecutor(4) as pool:
+            for i, name in enumerate(chosen):
+                time.sleep(max(0.0, t0 + i / self.args.change_rate - time.time()))
+                pool.submit(send, name)
+        by_model = {self.model_ids[name]: name for name in chosen}
+        matched: dict[str, float] = {}
+        deadline = time.time() + 30 + 3 * self.poll
+        while len(matched) < len(sent) and time.time() < deadline:
+            for entry in self.stack.control("audit_log"):
+                name = by_model.get(_model_id(entry["path"]))
+                body = entry.get("body") or {}
+                if (
+                    name in sent
+                    and name not in matched
+                    and entry["method"] == "PATCH"
+                    and entry["path"].endswith(f"/environments/{ENV}")
+                    and entry["time"] >= sent[name]
+                    and (body.get("autoscaling_settings") or {}).get("min_replica") == 2
+                ):
+                    matched[name] = entry["time"]
+            time.sleep(0.2)
+        latencies = [(matched[n] - sent[n]) * 1000 for n in matched]
+
+        def ready_again() -> bool:
+            return all(
+                is_ready(self.seen.objects.get(n) or {})
+                and _ready_generation(self.seen.objects[n]) >= generations[n]
+                for n in sent
+            )
+
+        self.seen.wait_for(ready_again, 30 + 3 * self.poll, self.stack)
+        self.figures.update(
+            {
+                "spec->Baseten PATCH p50": percentile(latencies, 0.5),
+                "spec->Baseten PATCH p99": percentile(latencies, 0.99),
+                "spec changes reaching Baseten": f"{len(matched)}/{m}",
+            }
+        )
+
+    def run(self) -> dict[str, Any]:
         try:
-            # Client-side limits are the documented Baseten ones; the simulator's would only
-            # measure themselves here.
-            harness.sim.configure_rate_limits(enabled=False)
-            bench = OperatorBench(harness, crs, changes)
-            bench.scale_to_ready()
-            bench.steady_period()
-            bench.change_latency()
+            self.setup()
+            self.warmup()
+            self.converge()
+            self.steady()
+            self.spec_changes()
         finally:
-            harness.stop()
-    peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return [
-        *bench.figures,
-        ("peak RSS (operator + both simulators, one process)", peak_kib / 1024, "MiB"),
-        ("truss imported in the operator process (0 = no)", float("truss" in sys.modules), ""),
-    ]
+            for informer in self.informers:
+                informer.stop()
+            self.stack.stop()
+            operator = self.stack.usage.get("operator")
+            if operator is not None:
+                self.figures["operator peak RSS"] = operator.peak_rss_mb()
+                self.figures["operator CPU total"] = operator.cpu_seconds()
+        return self.figures
+
+
+def _model_id(path: str) -> str:
+    """The model of a `/v1/models/{id}/...` path ("" for any other)."""
+    parts = path.split("/")
+    return parts[3] if len(parts) > 3 and parts[2] == "models" else ""
+
+
+def _ready_generation(obj: dict[str, Any]) -> int:
+    for condition in (obj.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "Ready":
+            return int(condition.get("observedGeneration") or 0)
+    return 0
+
+
+# The side-by-side benchmark's rows, in its order (label, unit).
+ROWS = [
+    ("time to all Ready", "s"),
+    ("throughput to Ready", "CR/s"),
+    ("time to all first status", "s"),
+    ("create->first status p99", "s"),
+    ("create->Ready p50", "s"),
+    ("create->Ready p99", "s"),
+    ("Baseten calls/CR to Ready", ""),
+    ("K8s CR writes/CR to Ready", ""),
+    ("K8s Event writes/CR to Ready", ""),
+    ("operator CPU to Ready", "s"),
+    ("emulator CPU to Ready", "s"),
+    ("steady Baseten calls/CR/period", ""),
+    ("steady K8s writes/CR/period", ""),
+    ("steady operator CPU/period", "s"),
+    ("spec->Baseten PATCH p50", "ms"),
+    ("spec->Baseten PATCH p99", "ms"),
+    ("spec changes reaching Baseten", ""),
+    ("Ready lost after Ready (no spec change)", ""),
+    ("start to first CR Ready", "s"),
+    ("operator peak RSS", "MB"),
+    ("operator CPU total", "s"),
+]
+
+
+def fmt(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.3g}" if abs(value) < 100 else f"{value:.0f}"
+    return str(value)
+
+
+def print_table(title: str, figures: dict[str, Any]) -> None:
+    width = max(len(label) for label, _ in ROWS)
+    print(f"\n{title}\n")
+    print(f"{'metric':<{width}}  {'unit':<4}  {'project':>8}")
+    print(f"{'-' * width}  ----  {'-' * 8}")
+    for label, unit in ROWS:
+        print(f"{label:<{width}}  {unit:<4}  {fmt(figures.get(label)):>8}")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--crs", type=int, default=1000)
-    parser.add_argument("--time-scale", type=float, default=0.1)
-    parser.add_argument("--changes", type=int, default=100)
+    parser.add_argument("--crs", type=int, default=1000, help="CRs to create (N)")
+    parser.add_argument("--time-scale", type=float, default=0.05)
+    parser.add_argument("--changes", type=int, default=100, help="CRs whose minReplicas changes")
+    parser.add_argument("--change-rate", type=float, default=100.0, help="spec patches a second")
+    parser.add_argument(
+        "--steady-periods", type=float, default=2.0, help="steady window, in 5-minute periods"
+    )
+    parser.add_argument("--ready-timeout", type=float, default=600.0)
+    parser.add_argument(
+        "--operator-arg", action="append", help="extra `baseten-operator run` flag (repeatable)"
+    )
     parser.add_argument("--skip-kube", action="store_true", help="skip the emulator figures")
     args = parser.parse_args(argv)
+    if args.crs < 1 or args.changes < 0 or args.change_rate <= 0 or args.steady_periods < 1:
+        parser.error("--crs and --change-rate must be positive, --steady-periods at least 1")
     configure_logging("error", "console")
-    figures: dict[str, Any] = {}
-    figures["operator"] = run_operator_bench(args.crs, args.time_scale, args.changes)
+    started = time.monotonic()
+    figures = Bench(args).run()
     print_table(
-        f"operator on the simulators ({args.crs} CRs, time scale {args.time_scale})",
-        figures["operator"],
+        f"baseten-operator: N={args.crs}, time scale {args.time_scale:g}, "
+        f"{time.monotonic() - started:.0f}s",
+        figures,
     )
     if not args.skip_kube:
         print("\nKubernetes API emulator")

@@ -6,8 +6,8 @@ wires it (`baseten_operator.main.build_operator`): Manager, informers, the Baset
 controller, the real KubeClient, BasetenClient, EventRecorder and TrussPusher (truss pushes
 run for real in child processes against the simulator). Both sides run on short time scales.
 
-Shared by the integration tests (through conftest.py) and the benchmark (test/bench/run.py),
-which is why it is a plain module and not a conftest.
+The integration tests get it through conftest.py; it is a plain module so that test modules
+can import its helpers by name.
 """
 
 from __future__ import annotations
