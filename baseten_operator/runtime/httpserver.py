@@ -19,6 +19,7 @@ response leaves in one write (buffered writer, flushed once per request) with
 
 from __future__ import annotations
 
+import contextlib
 import selectors
 import socket
 import ssl
@@ -39,6 +40,8 @@ _log = structlog.get_logger(__name__)
 # outside. Tests and the sandbox pass "127.0.0.1:0" explicitly.
 DEFAULT_HOST = "0.0.0.0"
 DISABLED = "0"
+# How long closing a server waits for the threads of the connections it ended.
+_CLOSE_TIMEOUT = 5.0
 
 
 @dataclass(frozen=True)
@@ -78,6 +81,10 @@ class BoundedHTTPServer(ThreadingHTTPServer):
         self._closing = threading.Event()
         self._serving = threading.Event()
         self._serving.set()
+        # The connections being served (their current socket, TLS-wrapped once it is), so
+        # that `server_close` ends them rather than leaving their threads behind.
+        self._open: set[socket.socket] = set()
+        self._open_changed = threading.Condition()
         super().__init__(address, handler_class)
 
     def serve_forever(self, poll_interval: float = 0.5) -> None:
@@ -101,9 +108,29 @@ class BoundedHTTPServer(ThreadingHTTPServer):
         self._serving.wait()
 
     def server_close(self) -> None:
+        """Close the listener, then end every connection still open (an idle keep-alive, a
+        request in flight) and wait for their threads: a closed server holds nothing."""
         super().server_close()
         self._wake_reader.close()
         self._wake_writer.close()
+        with self._open_changed:
+            for connection in self._open:
+                with contextlib.suppress(OSError):
+                    # The plain socket's shutdown, also under TLS: it wakes the reading
+                    # thread without touching the TLS state that thread is using.
+                    socket.socket.shutdown(connection, socket.SHUT_RDWR)
+            self._open_changed.wait_for(lambda: not self._open, timeout=_CLOSE_TIMEOUT)
+
+    def _track(self, connection: socket.socket, replacing: socket.socket | None = None) -> None:
+        with self._open_changed:
+            if replacing is not None:
+                self._open.discard(replacing)
+            self._open.add(connection)
+
+    def _untrack(self, connection: socket.socket) -> None:
+        with self._open_changed:
+            self._open.discard(connection)
+            self._open_changed.notify_all()
 
     def process_request(self, request: Any, client_address: Any) -> None:
         if not self._slots.acquire(blocking=False):
@@ -117,18 +144,22 @@ class BoundedHTTPServer(ThreadingHTTPServer):
             raise
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
+        self._track(request)
         try:
             request.settimeout(self.limits.idle_timeout)
             if self._tls is not None:
                 try:
-                    request = self._tls().wrap_socket(request, server_side=True)
+                    wrapped = self._tls().wrap_socket(request, server_side=True)
                 except (OSError, ssl.SSLError) as error:
                     _log.debug("tls handshake failed", client=client_address, error=str(error))
                     self.shutdown_request(request)
                     return
+                self._track(wrapped, replacing=request)
+                request = wrapped
             super().process_request_thread(request, client_address)
         finally:
             self._slots.release()
+            self._untrack(request)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         # A client hanging up or timing out mid-request is routine, not a server error.

@@ -9,7 +9,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from baseten_operator.runtime import metrics
 from baseten_operator.runtime.health import HealthServer
-from baseten_operator.runtime.httpserver import parse_bind_address
+from baseten_operator.runtime.httpserver import Response, RoutedHTTPServer, parse_bind_address
 from baseten_operator.runtime.metrics import MetricsServer
 
 
@@ -170,3 +170,19 @@ def test_liveness_checks_fail_healthz() -> None:
         assert status == 500 and "[-]workers failed" in body
     finally:
         server.stop()
+
+
+def test_stopping_a_server_ends_the_connections_it_still_holds() -> None:
+    server = RoutedHTTPServer(
+        "127.0.0.1:0", {"/x": lambda path, query: Response(200, b"ok")}, name="test"
+    )
+    server.start()
+    address = server.bound_address
+    assert address is not None
+    client = http.client.HTTPConnection(*address, timeout=5)
+    client.request("GET", "/x")
+    assert client.getresponse().read() == b"ok"  # the connection stays open, idle
+    server.stop()
+    assert client.sock is not None
+    assert client.sock.recv(1) == b""  # closed by the server, not left to its idle timeout
+    client.close()
