@@ -83,8 +83,8 @@ class BoundedHTTPServer(ThreadingHTTPServer):
         self._serving.set()
         # The connections being served (their current socket, TLS-wrapped once it is), so
         # that `server_close` ends them rather than leaving their threads behind.
-        self._open: set[socket.socket] = set()
-        self._open_changed = threading.Condition()
+        self._served: set[socket.socket] = set()
+        self._served_changed = threading.Condition()
         super().__init__(address, handler_class)
 
     def serve_forever(self, poll_interval: float = 0.5) -> None:
@@ -113,24 +113,24 @@ class BoundedHTTPServer(ThreadingHTTPServer):
         super().server_close()
         self._wake_reader.close()
         self._wake_writer.close()
-        with self._open_changed:
-            for connection in self._open:
+        with self._served_changed:
+            for connection in list(self._served):
                 with contextlib.suppress(OSError):
                     # The plain socket's shutdown, also under TLS: it wakes the reading
                     # thread without touching the TLS state that thread is using.
                     socket.socket.shutdown(connection, socket.SHUT_RDWR)
-            self._open_changed.wait_for(lambda: not self._open, timeout=_CLOSE_TIMEOUT)
+            self._served_changed.wait_for(lambda: not self._served, timeout=_CLOSE_TIMEOUT)
 
     def _track(self, connection: socket.socket, replacing: socket.socket | None = None) -> None:
-        with self._open_changed:
+        with self._served_changed:
             if replacing is not None:
-                self._open.discard(replacing)
-            self._open.add(connection)
+                self._served.discard(replacing)
+            self._served.add(connection)
 
     def _untrack(self, connection: socket.socket) -> None:
-        with self._open_changed:
-            self._open.discard(connection)
-            self._open_changed.notify_all()
+        with self._served_changed:
+            self._served.discard(connection)
+            self._served_changed.notify_all()
 
     def process_request(self, request: Any, client_address: Any) -> None:
         if not self._slots.acquire(blocking=False):
