@@ -114,7 +114,7 @@ def test_the_key_is_in_no_log_line_event_status_or_metric(
         "statuses": kubectl.run("get", "bm", "-A", "-o", "json").stdout,
         "metrics": scraped.text,
     }
-    assert '"level": "debug"' in seen["operator-a log"]  # the logs really are at debug
+    assert '"severity": "DEBUG"' in seen["operator-a log"]  # the logs really are at debug
     assert ECHOED in seen["statuses"] and "[redacted]" in seen["operator-a log"]
     assert "TrussPushFailed" in seen["events"]
     key = key_stack.cluster.api_key

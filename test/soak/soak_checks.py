@@ -283,14 +283,14 @@ def check_no_traceback(ev: Evidence) -> list[str]:
 
 
 def _traceback_kind(line: str) -> str:
-    """`event: last line of the exception` of a JSON record, else the raw line."""
+    """`msg: last line of the stacktrace` of a JSON record, else the raw line."""
     try:
         record = json.loads(line)
     except ValueError:
         return line.strip()[:200]
-    exception = str(record.get("exception") or "").strip().splitlines()
-    last = exception[-1] if exception else "?"
-    return f"{record.get('event')!r} with {last[:200]}"
+    stacktrace = str(record.get("stacktrace") or "").strip().splitlines()
+    last = stacktrace[-1] if stacktrace else "?"
+    return f"{record.get('msg')!r} with {last[:200]}"
 
 
 def check_api_key_hidden(ev: Evidence) -> list[str]:

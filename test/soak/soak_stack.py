@@ -50,7 +50,7 @@ def identity_in_user_agent(user_agent: str | None) -> str | None:
 
 
 def log_time(stamp: str) -> float:
-    """An ISO-8601 structlog timestamp as epoch seconds."""
+    """A log line's RFC 3339 `ts` as epoch seconds."""
     return datetime.fromisoformat(stamp).timestamp()
 
 
@@ -101,9 +101,7 @@ class Replica:
         )
 
     def became_leader(self) -> list[float]:
-        return [
-            log_time(r["timestamp"]) for r in self.records() if r.get("event") == "became leader"
-        ]
+        return [log_time(r["ts"]) for r in self.records() if r.get("msg") == "became leader"]
 
     def alive(self) -> bool:
         return self.process.alive()

@@ -81,6 +81,10 @@ RUN_DEFAULTS = {
     "max_concurrent_pushes": 4,
     "log_level": "info",
     "log_format": "json",
+    "log_development": False,
+    "log_stacktrace_level": "error",
+    "log_time_encoding": "rfc3339nano",
+    "ignored_flags": (),
     "time_scale": 1.0,
     "kubeconfig": None,
     "shutdown_timeout": 30.0,
@@ -141,6 +145,53 @@ def test_every_run_flag_sets_an_option_and_none_is_dropped() -> None:
 def test_sandbox_defaults_are_its_own() -> None:
     parsed = vars(build_parser().parse_args(["sandbox"]))
     assert {key: parsed[key] for key in SANDBOX_DEFAULTS} == SANDBOX_DEFAULTS
+
+
+@pytest.mark.parametrize(
+    ("flags", "level", "log_format"),
+    [
+        (["--zap-log-level=debug"], "debug", "json"),
+        (["--zap-log-level=warn"], "warning", "json"),
+        (["--zap-log-level=panic"], "error", "json"),
+        (["--zap-log-level=3"], "debug", "json"),
+        (["--zap-encoder=console"], "info", "console"),
+        (["--zap-devel"], "debug", "console"),
+        (["--zap-devel=false"], "info", "json"),
+        # Development mode's defaults never override a level or encoder given explicitly,
+        # whichever comes first.
+        (["--zap-log-level=error", "--zap-devel"], "error", "console"),
+        (["--zap-devel", "--zap-encoder=json"], "debug", "json"),
+        (["--zap-devel", "--log-level=warning"], "warning", "console"),
+        (["--log-format=console", "--zap-encoder=json"], "info", "json"),
+    ],
+)
+def test_the_go_operators_zap_flags_set_the_logging_options(
+    flags: list[str], level: str, log_format: str
+) -> None:
+    options = _options(*flags)
+    assert (options.log_level, options.log_format) == (level, log_format)
+
+
+def test_zap_stacktrace_and_time_flags_and_refused_values() -> None:
+    options = _options("--zap-stacktrace-level=info", "--zap-time-encoding=epoch")
+    assert (options.log_stacktrace_level, options.log_time_encoding) == ("info", "epoch")
+    for bad in ("--zap-log-level=loud", "--zap-time-encoding=sundial", "--zap-encoder=xml"):
+        with pytest.raises(SystemExit):
+            _options(bad)
+
+
+def test_webhook_flags_are_accepted_and_remembered_as_ignored() -> None:
+    options = _options(
+        "--webhook-cert-path=/tmp/k8s-webhook-server/serving-certs",
+        "--webhook-cert-name=tls.crt",
+        "--webhook-cert-key",
+        "tls.key",
+    )
+    assert options.ignored_flags == (
+        "--webhook-cert-path",
+        "--webhook-cert-name",
+        "--webhook-cert-key",
+    )
 
 
 @pytest.mark.parametrize("flag", SHARED_FLAGS)

@@ -16,6 +16,7 @@ from baseten_operator.runtime.controller import (
     TerminalError,
 )
 from baseten_operator.runtime.fence import NotLeader
+from baseten_operator.runtime.resource import Resource
 
 WaitUntil = Callable[..., None]
 Sample = Callable[..., float]
@@ -56,10 +57,17 @@ def make_controller(
 ) -> Any:
     controllers: list[Controller] = []
 
-    def make(reconciler: ScriptedReconciler, workers: int = 1) -> tuple[Controller, Any]:
+    def make(
+        reconciler: ScriptedReconciler, workers: int = 1, for_resource: Resource | None = None
+    ) -> tuple[Controller, Any]:
         informer = informer_factory()
         controller = Controller(
-            unique_name, informer, reconciler, max_concurrent_reconciles=workers, clock=clock
+            unique_name,
+            informer,
+            reconciler,
+            max_concurrent_reconciles=workers,
+            clock=clock,
+            for_resource=for_resource,
         )
         controllers.append(controller)
         return controller, informer
@@ -105,7 +113,27 @@ def test_each_pass_logs_with_its_request_bound(
     assert first["controller"] == unique_name
     assert (first["namespace"], first["name"]) == ("ns1", "a")
     assert second["name"] == "b"
-    assert first["reconcile_id"] != second["reconcile_id"]
+    assert first["reconcileID"] != second["reconcileID"]
+
+
+def test_a_pass_logs_the_keys_controller_runtime_puts_on_a_reconcile(
+    make_controller: Any, obj: Any, wait_until: WaitUntil, unique_name: str
+) -> None:
+    reconciler = ScriptedReconciler()
+    widgets = Resource("example.com", "v1", "widgets", "Widget")
+    controller, informer = make_controller(reconciler, for_resource=widgets)
+    controller.start()
+    informer.fire_add(obj("a", "ns1"))
+    wait_until(lambda: len(reconciler.contexts) == 1)
+    [keys] = reconciler.contexts
+    assert {k: v for k, v in keys.items() if k != "reconcileID"} == {
+        "controller": unique_name,
+        "controllerGroup": "example.com",
+        "controllerKind": "Widget",
+        "Widget": {"name": "a", "namespace": "ns1"},
+        "namespace": "ns1",
+        "name": "a",
+    }
 
 
 def test_an_error_is_retried_with_backoff_until_success(
