@@ -104,6 +104,7 @@ class Manager:
         self.fence = WriteFence(self._leadership_refusal, clock=self._clock)
         self._liveness_checks: dict[str, Check] = {}
         self._lease_lost = threading.Event()
+        self._deposing = False
         self._lock = threading.RLock()
         self._informers: dict[tuple[Resource, str | None, bool], Informer] = {}
         # What `add` registered: work that drains within the manager's budget, and the
@@ -205,6 +206,7 @@ class Manager:
             self._done.wait()
             return self._exit_code
         while not self._done.wait(_WAIT_POLL_SECONDS):
+            self._depose_if_unproven()
             if self._lease_lost.is_set():
                 if not self._done.wait(lost_lease_grace):
                     self._log.error("still stopping after losing the lease: exiting anyway")
@@ -259,6 +261,21 @@ class Manager:
                 service.start()
             for runnable in self._work:
                 runnable.start()
+
+    def _depose_if_unproven(self) -> None:
+        """A watchdog over the elector: its own thread deposes a leader whose renewals fail,
+        but a renewal that hangs (a request that never returns) cannot report its failure.
+        A leader that can no longer prove it leads is deposed here instead, off this thread
+        so that the wait still returns within its grace."""
+        with self._lock:
+            if not self._leading or self._stopping.is_set() or self._deposing:
+                return
+            refusal = self._leadership_refusal()
+            if refusal is None:
+                return
+            self._deposing = True
+        self._log.error("cannot prove leadership any more: stopping", reason=refusal)
+        threading.Thread(target=self._on_stopped_leading, name="depose", daemon=True).start()
 
     def _on_stopped_leading(self) -> None:
         if self._stopping.is_set():

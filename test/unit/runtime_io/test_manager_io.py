@@ -111,6 +111,34 @@ def test_a_replica_that_lost_its_lease_returns_within_the_grace_even_if_stuck_st
     assert manager.wait() == EXIT_LOST_LEASE
 
 
+def test_a_leader_whose_renewal_hangs_is_deposed_and_exits_within_the_grace(
+    list_watch_client: Any, lease_client: Any, advance_until: Callable[..., None]
+) -> None:
+    """The elector cannot report a renewal that never returns: the manager's watchdog
+    deposes a leader that can no longer prove it leads."""
+    clock = FakeClock()
+    manager = leading_manager(list_watch_client, lease_client, clock)
+    manager.start()
+    advance_until(clock, lambda: manager.is_leader, step=0.5)
+    released, calls = threading.Event(), len(lease_client.timeouts)
+    lease_client.fail = lambda verb: None if released.wait() else None  # no answer comes
+    try:
+        # The next renewal starts, and hangs; then its deadline passes.
+        advance_until(clock, lambda: len(lease_client.timeouts) > calls, step=0.5)
+        clock.advance(manager.options.renew_deadline)
+        exit_codes: list[int] = []
+        waiter = threading.Thread(
+            target=lambda: exit_codes.append(manager.wait(lost_lease_grace=0.2)), daemon=True
+        )
+        waiter.start()
+        waiter.join(10.0)  # a bound for a broken watchdog, which would wait forever
+        assert exit_codes == [EXIT_LOST_LEASE]
+        assert manager.fence.closed
+    finally:
+        released.set()  # the hung request returns; the shutdown can finish
+    assert manager.wait() == EXIT_LOST_LEASE
+
+
 def test_a_shutdown_closes_the_fence(list_watch_client: Any) -> None:
     manager = Manager(
         list_watch_client,
