@@ -18,6 +18,9 @@ from baseten_operator.runtime.text import go_quote
 PAUSED_MESSAGE = "reconciliation paused"
 RETRIES_EXHAUSTED = " (retries exhausted)"
 AWAITING = "awaiting reconciliation"
+# Observe's drift entry for a schedule collection the spec manages but Baseten's answer
+# for which did not decode.
+SCHEDULES_UNREADABLE = "autoscaling schedules unreadable"
 
 
 def replicas(deployment: DeploymentV1) -> str:
@@ -37,10 +40,19 @@ def recorded_active_prefix(active_deployment_name: str | None) -> str:
     return f"active: {active_deployment_name} | " if active_deployment_name else ""
 
 
-def steady(current: DeploymentV1, env: str, autoscaling: AutoscalingSettingsV1 | None) -> str:
+def steady(
+    current: DeploymentV1,
+    env: str,
+    autoscaling: AutoscalingSettingsV1 | None,
+    schedule: str | None = None,
+) -> str:
+    """`schedule`: the autoscaling schedule whose window applies now (`autoscaling` is then
+    what the window runs on)."""
     details = [replicas(current)]
     if autoscaling is not None:
         details.append(f"min:{autoscaling.min_replica or 0} max:{autoscaling.max_replica or 0}")
+    if schedule is not None:
+        details.append(f"schedule: {schedule}")
     if current.status != ACTIVE:
         details.append(current.status)
     return f"active: {current.name} ({', '.join(details)}) in {env} environment"
@@ -150,6 +162,19 @@ def update_group_failed_event(group: str, env: str, error: object) -> str:
 
 def update_settings_failed(steady_message: str | None, env: str, error: object) -> str:
     return with_steady(steady_message, f"failed to update settings for {env}: {error}")
+
+
+def update_schedules_failed(steady_message: str | None, env: str, error: object) -> str:
+    """A failed PATCH that carried only the autoscaling schedules."""
+    return with_steady(steady_message, f"failed to update autoscaling schedules for {env}: {error}")
+
+
+def schedules_unreadable(env: str, error: object) -> str:
+    return f"failed to read autoscaling schedules for {env}: {error}"
+
+
+def schedules_unreadable_event(env: str, error: object) -> str:
+    return f"Failed to read autoscaling schedules for {env}: {error}"
 
 
 # --- section 3.10: current deployment ----------------------------------------------------

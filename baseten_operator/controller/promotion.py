@@ -28,6 +28,7 @@ from baseten_operator.baseten.models import DeploymentV1, EnvironmentV1
 from baseten_operator.controller import messages
 from baseten_operator.controller.context import Pass
 from baseten_operator.controller.endings import ReconcileError, RequeueAfter, raise_if_model_gone
+from baseten_operator.controller.environment import steady_of
 from baseten_operator.controller.orphans import clean_up_orphans
 from baseten_operator.controller.retries import deadline_text, retry_failed_deployment
 from baseten_operator.controller.source import matches_source
@@ -40,14 +41,6 @@ SOURCE_IN_PROGRESS = frozenset(
 PROMOTABLE = frozenset({ACTIVE, SCALED_TO_ZERO})
 # A recorded candidate in one of these is still being promoted.
 CANDIDATE_IN_PROGRESS = SOURCE_IN_PROGRESS | {ACTIVATING}
-
-
-def steady_message(p: Pass, environment: EnvironmentV1) -> str | None:
-    """The steady message of the current deployment, if there is one."""
-    current = environment.current_deployment
-    if current is None:
-        return None
-    return messages.steady(current, p.env, environment.autoscaling_settings)
 
 
 def promote_source(p: Pass, model_id: str, source: str, environment: EnvironmentV1) -> NoReturn:
@@ -88,7 +81,7 @@ def _current_matches(
         raise RequeueAfter(timing.poll)
 
     had_candidate = bool(p.status.candidate_deployment_id or p.status.candidate_deployment_name)
-    steady = messages.steady(current, p.env, environment.autoscaling_settings)
+    steady = steady_of(p, current, environment)
     p.report(current.status, steady)
     p.clear_candidate()
     if had_candidate:

@@ -33,10 +33,14 @@ from baseten_operator.controller.endings import (
     ReconcileError,
     RequeueAfter,
 )
-from baseten_operator.controller.environment import correct_drift, ensure_environment
+from baseten_operator.controller.environment import (
+    correct_drift,
+    ensure_environment,
+    steady_message,
+)
 from baseten_operator.controller.model_id import invalidate_model_id, resolve_model_id
 from baseten_operator.controller.observe import observe
-from baseten_operator.controller.promotion import promote_source, steady_message
+from baseten_operator.controller.promotion import promote_source
 from baseten_operator.controller.status import StaleRead, StatusWriter, report
 from baseten_operator.controller.telemetry import forget_model, record_model
 from baseten_operator.controller.truss_source import resolve_truss_source

@@ -276,8 +276,9 @@ class Planner:
         if isinstance(action, UpdateEnvironment) and spec is not None and model_id:
             environment = self.baseten.ledger.environment_seen(model_id, action.environment)
             if environment is not None:
-                drift = detect_drift(to_wire(spec.environment), environment)
-                return dataclasses.replace(action, changes=changes_of(drift.changes))
+                drift = detect_drift(to_wire(spec.environment), environment, self.clock.now())
+                changes, schedules = changes_of(drift)
+                return dataclasses.replace(action, changes=changes, schedules=schedules)
         if isinstance(action, DeleteModel) and spec is not None:
             guarded = spec.deletion_policy == DeletionPolicy.DELETE_WITH_GUARDRAILS
             return dataclasses.replace(

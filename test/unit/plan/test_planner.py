@@ -22,6 +22,7 @@ from baseten_operator.plan.actions import (
     Push,
     Retry,
     ScaleInOrphan,
+    ScheduleChange,
     SettingChange,
     UpdateEnvironment,
 )
@@ -154,6 +155,53 @@ def test_destroy_with_guardrails_blocked_by_a_serving_environment() -> None:
     assert result.blockers == [result.status["message"]]
 
 
+def test_schedule_drift_is_planned_as_the_one_update_the_pass_would_send() -> None:
+    class Scheduled(Baseten):
+        def get_environment(self, model_id: str, env_name: str) -> EnvironmentV1:
+            return EnvironmentV1(
+                name=env_name,
+                current_deployment=self.v1,
+                autoscaling_settings={"min_replica": 1},
+                autoscaling_schedules={
+                    "timezone": "UTC",
+                    "schedules": [
+                        {
+                            "id": "s-9",
+                            "name": "from-the-ui",
+                            "cadence": "HOURLY",
+                            "weekdays": ["MONDAY"],
+                            "start_minute": 0,
+                            "end_minute": 30,
+                        }
+                    ],
+                    "applied_state": None,
+                },
+            )
+
+    obj = cr(source="v1")
+    obj["spec"]["environment"] |= {
+        "autoscaling": {"minReplicas": 2},
+        "autoscalingSchedule": {"timezone": "Europe/Berlin"},
+    }
+    result = plan(obj, Scheduled())
+    (update,) = result.actions
+    assert update == UpdateEnvironment(
+        "production",
+        [
+            SettingChange("minReplicas", 1, 2),
+            SettingChange("scheduleTimezone", "UTC", "Europe/Berlin"),
+        ],
+        {"min_replica": 2},
+        None,
+        schedules=[ScheduleChange("from-the-ui", "removed")],
+        autoscaling_schedule_settings={"timezone": "Europe/Berlin", "delete_schedules": ["s-9"]},
+    )
+    assert update.describe() == (
+        "update environment production: minReplicas 1→2, scheduleTimezone UTC→Europe/Berlin, "
+        "schedule from-the-ui removed"
+    )
+
+
 def test_exit_codes() -> None:
     quiet = ModelPlan("ns", "a", "m", "p", "Reconcile")
     busy = ModelPlan("ns", "b", "m", "p", "Reconcile", actions=[Retry("v", "d")])
@@ -174,7 +222,15 @@ def test_the_json_of_every_action_type_validates_against_the_shipped_schema() ->
         actions=[
             CreateEnvironment("production", {"min_replica": 1}, None),
             UpdateEnvironment(
-                "production", [SettingChange("minReplicas", 1, 2)], {"min_replica": 2}, None
+                "production",
+                [
+                    SettingChange("minReplicas", 1, 2),
+                    SettingChange("scheduleTimezone", None, "UTC"),
+                ],
+                {"min_replica": 2},
+                None,
+                schedules=[ScheduleChange("overnight", "added")],
+                autoscaling_schedule_settings={"timezone": "UTC", "schedules": []},
             ),
             Push("depl-x-1234abcd", "llama", True),
             Promote("production", None, "v2", "d2", True, True),
@@ -209,7 +265,10 @@ def test_the_json_of_every_action_type_validates_against_the_shipped_schema() ->
         "delete-model",
     ]
     table = to_table([every])
-    assert "  2. update environment production: minReplicas 1→2" in table
+    assert (
+        "  2. update environment production: minReplicas 1→2, scheduleTimezone →UTC, "
+        "schedule overnight added"
+    ) in table
     assert "  4. promote in production: (none) → v2" in table
     assert "    old: scale in (minReplicas 1→0); delete: stale" in table
     assert table.endswith("Plan: 10 actions on 1 of 1 BasetenModels, 1 blocked.\n")
