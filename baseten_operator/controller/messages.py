@@ -379,12 +379,16 @@ def push_completed_event(name: str) -> str:
     return f"Deployment '{name}' created successfully via truss push"
 
 
-def push_failed(ap: str, name: str, error: object) -> str:
-    return f"{ap}truss push failed for {name}: {error}"
+def push_failed(ap: str, name: str, attempt: int, last_error: str, next_retry: str) -> str:
+    """Backing off after failed push `attempt` (the Go operator's message)."""
+    return (
+        f"{ap}truss push failed for {name} (attempt {attempt}): {last_error}; "
+        f"next retry at {next_retry}"
+    )
 
 
-def push_failed_event(name: str, error: object) -> str:
-    return f"Truss push for '{name}' failed: {error}"
+def push_failed_event(name: str, attempt: int, backoff: str, error: object) -> str:
+    return f"Truss push for '{name}' failed (attempt {attempt}), retrying in {backoff}: {error}"
 
 
 # --- section 6: observe ------------------------------------------------------------------

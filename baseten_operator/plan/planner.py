@@ -303,10 +303,15 @@ class Planner:
             return  # the pass did nothing else: it waits
         if spec is not None and spec.effective_mode in _NO_WRITES:
             result.notes.append(_NO_WRITES[spec.effective_mode])
-        next_retry = parse_rfc3339(status.next_retry_time)
-        backing_off = next_retry is not None and next_retry > self.clock.now()
-        if backing_off and not result.actions:
-            result.notes.append(f"waiting: next retry at {status.next_retry_time}")
+        # A failed deployment's retry (section 4) or a failed push's (section 5) not due yet.
+        now = self.clock.now()
+        due = [
+            at
+            for at in (status.next_retry_time, status.truss_push_next_retry_time)
+            if (parsed := parse_rfc3339(at)) is not None and parsed > now
+        ]
+        if due and not result.actions:
+            result.notes.append(f"waiting: next retry at {due[0]}")
         elif (
             status.deployment_status in _BLOCKED_STATUSES
             and not result.actions

@@ -240,7 +240,8 @@ def test_resource_names() -> None:
 def test_event_types_follow_section_10() -> None:
     normal = {
         "EnvironmentCreated", "AutoscalingUpdated", "PromotionSettingsUpdated",
-        "AutoscalingScheduleUpdated", "DeploymentPromoted", "DeploymentActive", "DeploymentReactivated", "TrussPushStarted",
+        "AutoscalingScheduleUpdated", "DeploymentPromoted", "DeploymentActive",
+        "DeploymentReactivated", "TrussPushStarted",
         "TrussPushCompleted", "ReconciliationPaused", "OrphanDeploymentsScaledIn",
         "OrphanDeploymentsDeleted", "DeploymentRetried", "ModelDeleted",
     }  # fmt: skip

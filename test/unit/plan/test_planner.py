@@ -32,6 +32,7 @@ from baseten_operator.plan.planner import ModelPlan, Planner
 from baseten_operator.plan.render import SCHEMA_PATH, to_json, to_table
 from baseten_operator.plan.world import RecordedEvent, RecordingBaseten
 from baseten_operator.runtime.clock import FakeClock, format_rfc3339
+from baseten_operator.truss.naming import deployment_name
 
 
 class Baseten:
@@ -132,6 +133,46 @@ def test_a_retry_backing_off_waits_and_a_due_one_retries() -> None:
     assert waiting.actions == [] and waiting.notes == [f"waiting: next retry at {later}"]
     due = plan(cr(sourceDeploymentName="v2", firstDeploymentFailureTime=started), failing)
     assert due.actions == [Retry("v2", "d2")]
+
+
+def test_a_push_backing_off_waits_and_a_due_one_pushes() -> None:
+    clock = FakeClock()
+    truss = {
+        "resources": {"accelerator": "L4"},
+        "baseImage": {"image": "registry.example.com/vllm:0.16.0"},
+        "dockerServer": {
+            "startCommand": "serve",
+            "readinessEndpoint": "/health",
+            "livenessEndpoint": "/health",
+            "predictEndpoint": "/predict",
+            "serverPort": 8000,
+        },
+    }
+    name = deployment_name(truss, "")
+
+    def failed_push(next_retry: float) -> dict[str, Any]:
+        obj = cr(
+            modelID="m1",
+            sourceDeploymentName=name,
+            trussPushStatus="TRUSS_PUSH_FAILED",
+            trussPushFailureCount=2,
+            trussPushLastError="truss push failed: quota",
+            trussPushNextRetryTime=format_rfc3339(next_retry),
+        )
+        del obj["spec"]["sourceDeploymentName"]
+        obj["spec"]["trussConfig"] = truss
+        return obj
+
+    later = clock.now() + 600
+    waiting = plan(failed_push(later))
+    assert waiting.actions == [] and waiting.blockers == []
+    assert waiting.notes == [f"waiting: next retry at {format_rfc3339(later)}"]
+    assert waiting.status["message"] == (
+        f"truss push failed for {name} (attempt 2): truss push failed: quota; "
+        f"next retry at {format_rfc3339(later)}"
+    )
+    due = plan(failed_push(clock.now() - 1))
+    assert due.actions == [Push(name, "llama", False)]
 
 
 def test_a_stopped_build_is_a_blocker() -> None:
