@@ -17,8 +17,8 @@ from baseten_operator.api.constants import (
     EventReason,
     event_type,
 )
-from baseten_operator.api.types import BasetenModelSpec, BasetenModelStatus
-from baseten_operator.baseten.models import DeploymentV1
+from baseten_operator.api.types import BasetenModelSpec, BasetenModelStatus, PromotionProgress
+from baseten_operator.baseten.models import DeploymentV1, EnvironmentV1
 from baseten_operator.controller.ports import (
     BasetenAPI,
     KubeAPI,
@@ -143,10 +143,24 @@ class Pass:
         """3.15: the cached ID named a model that is gone; keep its resolved time."""
         self.status.model_id = None
 
-    def record_active(self, current: DeploymentV1 | None) -> None:
-        """The environment's current deployment and its active replicas (3.8)."""
-        self.status.active_deployment_name = current.name if current else None
-        self.status.active_replica_count = current.active_replica_count if current else None
+    def record_environment(self, environment: EnvironmentV1) -> None:
+        """What the environment shows (3.8): its current deployment and active replicas,
+        the promotion ramping traffic into it (while there is one), its instance type."""
+        current = environment.current_deployment
+        status = self.status
+        status.active_deployment_name = current.name if current else None
+        status.active_replica_count = current.active_replica_count if current else None
+        promotion = environment.in_progress_promotion
+        status.promotion = (
+            PromotionProgress(
+                phase=promotion.status or None,
+                traffic_percent=promotion.percent_traffic_to_new_version,
+            )
+            if promotion is not None
+            else None
+        )
+        instance_type = environment.instance_type
+        status.instance_type = instance_type.name if instance_type is not None else None
 
     def track_source(self, name: str) -> None:
         """The source this pass works on (3.7); a new one starts a new failure episode, of

@@ -137,6 +137,13 @@ def steady_message(p: Pass, environment: EnvironmentV1) -> str | None:
     return steady_of(p, current, environment) if current is not None else None
 
 
+def promotion_traffic(environment: EnvironmentV1) -> int | None:
+    """The percentage of traffic a ramping promotion sends the environment's candidate,
+    when Baseten says (`in_progress_promotion`)."""
+    promotion = environment.in_progress_promotion
+    return promotion.percent_traffic_to_new_version if promotion is not None else None
+
+
 def correct_drift(p: Pass, model_id: str, environment: EnvironmentV1, steady: str | None) -> None:
     """One PATCH with every drifted group; the pass ends when anything drifted."""
     spec_env = spec_environment(p)

@@ -199,8 +199,12 @@ def deployment_active_event(name: str, env: str) -> str:
 # --- sections 3.11 and 3.12: candidate and double-promote guard --------------------------
 
 
-def promoting_candidate(ap: str, candidate: DeploymentV1) -> str:
-    return f"{ap}promoting: {candidate.name} ({candidate.status}, {replicas(candidate)})"
+def promoting_candidate(ap: str, candidate: DeploymentV1, traffic: int | None = None) -> str:
+    """`traffic`: the percentage of requests the ramping promotion sends it, when known."""
+    details = [candidate.status, replicas(candidate)]
+    if traffic is not None:
+        details.append(f"{traffic}% traffic")
+    return f"{ap}promoting: {candidate.name} ({', '.join(details)})"
 
 
 def candidate_failed(ap: str, name: str, status: str) -> str:
@@ -216,9 +220,12 @@ def candidate_exhausted(ap: str, name: str, status: str, deadline: str) -> str:
     return f"{candidate_failed(ap, name, status)} (retries exhausted after {deadline})"
 
 
-def blocked_by_candidate(ap: str, candidate: DeploymentV1, source: str) -> str:
+def blocked_by_candidate(
+    ap: str, candidate: DeploymentV1, source: str, traffic: int | None = None
+) -> str:
     return (
-        f"{promoting_candidate(ap, candidate)} — waiting for completion before promoting {source}"
+        f"{promoting_candidate(ap, candidate, traffic)} — waiting for completion before "
+        f"promoting {source}"
     )
 
 

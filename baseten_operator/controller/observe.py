@@ -11,7 +11,11 @@ from baseten_operator.baseten.settings import detect_drift
 from baseten_operator.controller import messages
 from baseten_operator.controller.context import Pass
 from baseten_operator.controller.endings import RequeueAfter
-from baseten_operator.controller.environment import spec_environment, steady_of
+from baseten_operator.controller.environment import (
+    promotion_traffic,
+    spec_environment,
+    steady_of,
+)
 from baseten_operator.controller.model_id import invalidate_model_id, lookup_model_id
 from baseten_operator.controller.source import matches_source
 from baseten_operator.controller.truss_source import SetupScriptError, expected_truss_source
@@ -22,7 +26,7 @@ def observe(p: Pass) -> NoReturn:
     model_id = _model_id(p)
     source = _expected_source(p)
     environment = _environment(p, model_id, cached)
-    p.record_active(environment.current_deployment)
+    p.record_environment(environment)
     current = environment.current_deployment
     candidate = environment.candidate_deployment
     if current is not None and matches_source(current.name, source):
@@ -38,7 +42,9 @@ def observe(p: Pass) -> NoReturn:
         p.track_candidate(candidate)
         p.report(
             candidate.status,
-            messages.promoting_candidate(messages.active_prefix(current), candidate),
+            messages.promoting_candidate(
+                messages.active_prefix(current), candidate, promotion_traffic(environment)
+            ),
         )
     else:
         p.report(PENDING, messages.observe_not_promoted(current, source))

@@ -176,6 +176,6 @@ def _reconcile(p: Pass) -> NoReturn:
     if not model_id:
         raise RequeueAfter(p.deps.timing.push_poll)  # the push in flight creates the model
     environment = ensure_environment(p, model_id)  # step 8
-    p.record_active(environment.current_deployment)
+    p.record_environment(environment)
     correct_drift(p, model_id, environment, steady_message(p, environment))
     promote_source(p, model_id, source, environment)  # steps 9 to 14

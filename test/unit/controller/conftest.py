@@ -26,6 +26,8 @@ from baseten_operator.baseten.models import (
     AutoscalingSettingsV1,
     DeploymentV1,
     EnvironmentV1,
+    InProgressPromotionV1,
+    InstanceTypeV1,
     ModelV1,
     PromotionSettingsV1,
     RetryResult,
@@ -123,8 +125,11 @@ class FakeBaseten:
         autoscaling: dict[str, Any] | None = None,
         promotion: dict[str, Any] | None = None,
         schedules: dict[str, Any] | None = None,
+        in_progress: dict[str, Any] | None = None,
+        instance_type: str | None = None,
     ) -> EnvironmentV1:
-        """`schedules`: the raw `autoscaling_schedules` (EnvironmentAutoscalingSchedulesV1)."""
+        """`schedules`: the raw `autoscaling_schedules` (EnvironmentAutoscalingSchedulesV1);
+        `in_progress`: the `in_progress_promotion` (InProgressPromotionV1)."""
         env = EnvironmentV1(
             name=name,
             model_id=model_id,
@@ -133,6 +138,10 @@ class FakeBaseten:
             autoscaling_settings=AutoscalingSettingsV1(**autoscaling) if autoscaling else None,
             promotion_settings=PromotionSettingsV1(**promotion) if promotion else None,
             autoscaling_schedules=schedules,
+            in_progress_promotion=InProgressPromotionV1(**in_progress) if in_progress else None,
+            instance_type=(
+                InstanceTypeV1(id=instance_type, name=instance_type) if instance_type else None
+            ),
         )
         self.environments[(model_id, name)] = env
         return env
