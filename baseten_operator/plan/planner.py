@@ -305,13 +305,13 @@ class Planner:
             result.notes.append(_NO_WRITES[spec.effective_mode])
         # A failed deployment's retry (section 4) or a failed push's (section 5) not due yet.
         now = self.clock.now()
-        due = [
+        pending = [
             at
             for at in (status.next_retry_time, status.truss_push_next_retry_time)
             if (parsed := parse_rfc3339(at)) is not None and parsed > now
         ]
-        if due and not result.actions:
-            result.notes.append(f"waiting: next retry at {due[0]}")
+        if pending and not result.actions:
+            result.notes.append(f"waiting: next retry at {pending[0]}")
         elif (
             status.deployment_status in _BLOCKED_STATUSES
             and not result.actions
