@@ -94,6 +94,50 @@ def test_source_change_promotes_again(harness: OperatorHarness, namespace: str) 
     assert not harness.promote_violations(model["id"])
 
 
+def test_a_ramping_promotion_is_shown_in_status_and_cleared_after(
+    harness: OperatorHarness, namespace: str
+) -> None:
+    model = harness.sim.seed_model("promo-ramp")
+    harness.sim.seed_deployment(model["id"], "r1")
+    harness.create_model_cr(namespace, "promo-ramp", reconcile_spec("promo-ramp", "r1"))
+    harness.wait_ready(namespace, "promo-ramp")
+
+    harness.sim.seed_deployment(model["id"], "r2")
+    # Ten stages of traffic over 600 s (6 s at the simulator's time scale).
+    promotion = {"rampUpWhilePromoting": True, "rampUpDurationSeconds": 600}
+    harness.patch_spec(
+        namespace,
+        "promo-ramp",
+        {
+            "sourceDeploymentName": "r2",
+            "environment": {"name": "production", "promotionSettings": promotion},
+        },
+    )
+    ramping = harness.wait_seen(
+        namespace,
+        "promo-ramp",
+        lambda cr: (status_of(cr).get("promotion") or {}).get("phase") == "RAMPING_UP",
+        timeout=20.0,
+        what="the ramp in status",
+    )
+    traffic = ramping["status"]["promotion"]["trafficPercent"]
+    assert 10 <= traffic <= 100
+    assert "% traffic)" in ramping["status"]["message"]
+    assert "| promoting: r2" in ramping["status"]["message"]
+    cr = harness.wait_status(
+        namespace,
+        "promo-ramp",
+        lambda cr: is_ready(cr) and status_of(cr).get("sourceDeploymentName") == "r2",
+        timeout=30.0,
+        what="r2 active",
+    )
+    assert "promotion" not in cr["status"]
+    assert (
+        cr["status"]["instanceType"]
+        == (harness.environment(model["id"], "production")["instance_type"]["name"])
+    )
+
+
 def test_staging_and_production_crs_on_one_model(harness: OperatorHarness, namespace: str) -> None:
     model = harness.sim.seed_model("promo-c")
     harness.sim.seed_deployment(model["id"], "rc-1")

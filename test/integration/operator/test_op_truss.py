@@ -181,15 +181,29 @@ def test_failing_push_is_reported_and_retried(harness: OperatorHarness, namespac
     harness.create_model_cr(namespace, "flaky", truss_spec("truss-flaky", config))
 
     failed = harness.wait_event(namespace, "flaky", "TrussPushFailed", timeout=PUSH_TIMEOUT)
-    assert name in failed
-    harness.wait_seen(
+    assert failed.startswith(f"Truss push for '{name}' failed (attempt 1), retrying in ")
+    seen = harness.wait_seen(
         namespace,
         "flaky",
         lambda cr: (cr.get("status") or {}).get("deploymentStatus") == "FAILED"
-        and f"truss push failed for {name}: " in (cr.get("status") or {}).get("message", ""),
+        and f"truss push failed for {name} (attempt 1): "
+        in (cr.get("status") or {}).get("message", ""),
         what="push failure in status",
     )
-    ready_on(harness, namespace, "flaky", name)
+    assert seen["status"]["trussPushStatus"] == "TRUSS_PUSH_FAILED"
+    assert seen["status"]["trussPushFailureCount"] == 1
+    assert "; next retry at " in seen["status"]["message"]
+    ready = ready_on(harness, namespace, "flaky", name)
+    # The retry succeeded: the failure is behind it, and it never was a deployment's.
+    for field in (
+        "trussPushFailureCount",
+        "trussPushLastError",
+        "trussPushNextRetryTime",
+        "firstDeploymentFailureTime",
+        "deploymentRetryCount",
+        "nextRetryTime",
+    ):
+        assert field not in ready["status"], field
     assert len(harness.event_messages(namespace, "flaky", "TrussPushStarted")) >= 1
     assert len(pushes_of(harness, name)) == 1
 

@@ -330,6 +330,7 @@ def expected_writes(items: list[dict[str, Any]], model_id: str) -> list[tuple[st
                 for key, value in (
                     ("autoscaling_settings", action.get("autoscalingSettings")),
                     ("promotion_settings", action.get("promotionSettings")),
+                    ("autoscaling_schedule_settings", action.get("autoscalingScheduleSettings")),
                 )
                 if value is not None
             }

@@ -332,6 +332,27 @@ def test_update_environment(
     client.update_environment(MODEL, ENV, {"max_replica": 4}, None)
 
 
+def test_update_environment_sends_every_group_in_one_patch(
+    client: BasetenClient, rsps: responses.RequestsMock, base_url: str, api_json: Any
+) -> None:
+    schedules = {"timezone": "UTC", "delete_schedules": ["s-1"]}
+    rsps.patch(
+        f"{base_url}/models/{MODEL_Q}/environments/{ENV_Q}",
+        json={"environment": api_json.environment(), "status": "ACCEPTED", "message": "ok"},
+        match=[
+            matchers.json_params_matcher(
+                {
+                    "autoscaling_settings": {"max_replica": 4},
+                    "promotion_settings": {"rolling_deploy": True},
+                    "autoscaling_schedule_settings": schedules,
+                }
+            )
+        ],
+    )
+    client.update_environment(MODEL, ENV, {"max_replica": 4}, {"rolling_deploy": True}, schedules)
+    assert len(rsps.calls) == 1
+
+
 def test_update_environment_with_nothing_sends_nothing(
     client: BasetenClient, rsps: responses.RequestsMock
 ) -> None:

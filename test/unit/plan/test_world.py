@@ -174,6 +174,7 @@ def test_every_write_is_recorded_with_names_from_the_reads() -> None:
     baseten.delete_deployment("m1", "d2")
     assert baseten.create_environment("m1", "stg", {"min_replica": 1}, None).name == "stg"
     baseten.update_environment("m1", "prod", None, {"redeploy_on_promotion": True})
+    baseten.update_environment("m1", "prod", None, None, {"delete_schedules": ["s-1"]})
     promoted = baseten.promote(
         "m1", "prod", "d2", scale_down_previous_deployment=False, preserve_env_instance_type=True
     )
@@ -188,6 +189,9 @@ def test_every_write_is_recorded_with_names_from_the_reads() -> None:
         DeleteOrphan("v2", "d2"),
         CreateEnvironment("stg", {"min_replica": 1}, None),
         UpdateEnvironment("prod", [], None, {"redeploy_on_promotion": True}),
+        UpdateEnvironment(
+            "prod", [], None, None, autoscaling_schedule_settings={"delete_schedules": ["s-1"]}
+        ),
         Promote("prod", "v1", "v2", "d2", False, True),
         DeleteModel("llama", "m1", "", ""),
     ]
