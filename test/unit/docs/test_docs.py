@@ -21,8 +21,8 @@ import pytest
 import baseten_operator
 from baseten_operator.api.constants import EventReason, event_type
 from baseten_operator.runtime.metrics import REGISTRY
+from testsupport.paths import REPO
 
-REPO = Path(__file__).resolve().parents[3]
 MESSAGES = REPO / "baseten_operator" / "controller" / "messages.py"
 CONTRACT = REPO / "docs" / "contract.md"
 METRICS_DOC = REPO / "docs" / "metrics.md"
