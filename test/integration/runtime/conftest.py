@@ -1,4 +1,4 @@
-"""The Kubernetes API emulator and clients on it for the runtime-io integration tests."""
+"""The Kubernetes API emulator and clients on it for the runtime integration tests."""
 
 from __future__ import annotations
 

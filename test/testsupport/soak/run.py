@@ -471,7 +471,9 @@ def run_soak(config: SoakConfig, workdir: Path | None = None) -> SoakResult:
 
 
 def main(argv: Iterable[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m testsupport.soak.run", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--short", action="store_true", help="the bounded variant of the suite")
     parser.add_argument("--crs", type=int, help="number of BasetenModels")
     parser.add_argument("--workdir", type=Path, help="where the logs go (default: a temp dir)")
