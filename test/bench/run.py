@@ -1,6 +1,6 @@
 """`make bench`: scale and latency figures of the operator on the two simulators (printed only).
 
-Runs the real operator loop in-process (test/integration/operator/operator_harness.py) and
+Runs the real operator loop in-process (testsupport/operator_harness.py) and
 measures:
 - the time for N BasetenModels (default 1,000, one model each) to become Ready;
 - p50/p99 from a spec change (the PATCH to the CR) to the matching Baseten write
@@ -10,13 +10,13 @@ measures:
 - that `truss` was never imported into the operator process.
 Then the Kubernetes emulator's own figures (bench_kube.run()). It never asserts.
 
-.venv/bin/python test/bench/run.py [--crs 1000] [--time-scale 0.1] [--changes 100]
+    make bench ARGS="[--crs 1000] [--time-scale 0.1] [--changes 100] [--skip-kube]"
+    PYTHONPATH=test .venv/bin/python test/bench/run.py [--crs 1000] ...
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import resource
 import statistics
 import sys
@@ -25,30 +25,17 @@ import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from types import ModuleType
 from typing import Any
+
+import bench_kube  # next to this script, whose folder Python puts on sys.path
 
 from baseten_operator.api.constants import BASETENMODELS
 from baseten_operator.controller.timing import Timing
 from baseten_operator.runtime.logging import configure_logging
-
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "support"))
-sys.path.insert(0, str(HERE.parent / "integration" / "operator"))
-
-from operator_harness import OperatorHarness, is_ready, reconcile_spec  # noqa: E402
+from testsupport.operator_harness import OperatorHarness, is_ready, reconcile_spec
 
 Figure = tuple[str, float, str]
 NAMESPACES = 10
-
-
-def load_sibling(name: str) -> ModuleType:
-    """A module next to this file (test/ is not a package)."""
-    spec = importlib.util.spec_from_file_location(name, HERE / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def percentile(values: list[float], fraction: float) -> float:
@@ -215,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     if not args.skip_kube:
         print("\nKubernetes API emulator")
-        load_sibling("bench_kube").run()
+        bench_kube.run()
     return 0
 
 

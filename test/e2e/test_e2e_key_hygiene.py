@@ -13,17 +13,18 @@ from urllib.parse import quote, quote_plus
 import pytest
 import requests
 import yaml
-from conftest import KeyStack
-from e2e_harness import (
+
+from testsupport.e2e.harness import (
     LEASE_NAME,
+    METRICS_READER,
     OPERATOR_NAMESPACE,
-    REPO,
     basetenmodel,
     served_certificate,
     service_account_token,
-    wait_for,
 )
-from test_e2e_metrics import METRICS_READER
+from testsupport.e2e.local import KeyStack
+from testsupport.paths import REPO
+from testsupport.polling import wait_for
 
 pytestmark = pytest.mark.e2e
 

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import LocalCluster, start_cluster, start_operator
-from e2e_harness import (
+
+from testsupport.e2e.harness import (
     LEASE_NAME,
     OPERATOR_NAMESPACE,
     Kubectl,
@@ -26,8 +26,9 @@ from e2e_harness import (
     basetenmodel,
     status_of,
     unique_name,
-    wait_for,
 )
+from testsupport.e2e.local import LocalCluster, start_cluster, start_operator
+from testsupport.polling import wait_for
 
 GO_IDENTITY = "baseten-operator-controller-manager-7d9f8c6b5-x2x7q_5f1c2a7e"
 GO_FINALIZER = "models.baseten.com/finalizer"

@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e_harness import Process
-from soak_checks import (
+
+from testsupport.e2e.harness import Process
+from testsupport.soak.checks import (
     Evidence,
     Tracked,
     check_deletions,
@@ -19,7 +20,7 @@ from soak_checks import (
     check_one_promote_per_source,
     writes_after_deposition,
 )
-from soak_stack import Replica
+from testsupport.soak.stack import Replica
 
 pytestmark = pytest.mark.soak
 

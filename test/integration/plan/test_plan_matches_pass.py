@@ -8,9 +8,9 @@ import uuid
 from typing import Any
 
 import pytest
-from plan_world import PlanWorld, expected_writes, made_writes, only_gets
 
 from baseten_operator.api.constants import BASETENMODELS
+from testsupport.plan_world import PlanWorld, expected_writes, made_writes, only_gets
 
 pytestmark = pytest.mark.integration
 

@@ -19,9 +19,10 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
-from wheels import build_wheel, copy_sources
 
-REPO = Path(__file__).resolve().parents[3]
+from testsupport.paths import REPO
+from testsupport.wheels import build_wheel, copy_sources
+
 DOCKERIGNORE = REPO / ".dockerignore"
 LOCK = REPO / "requirements.lock"
 BUILD_LOCK = REPO / "requirements-build.lock"

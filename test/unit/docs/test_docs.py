@@ -21,8 +21,8 @@ import pytest
 import baseten_operator
 from baseten_operator.api.constants import EventReason, event_type
 from baseten_operator.runtime.metrics import REGISTRY
+from testsupport.paths import REPO
 
-REPO = Path(__file__).resolve().parents[3]
 MESSAGES = REPO / "baseten_operator" / "controller" / "messages.py"
 CONTRACT = REPO / "docs" / "contract.md"
 METRICS_DOC = REPO / "docs" / "metrics.md"
@@ -187,3 +187,39 @@ def test_every_package_says_what_it_is_and_exports_what_exists(package: str) -> 
         assert hasattr(module, name) or importlib.util.find_spec(
             f"{package}.{name}"
         ), f"{package}.__all__ names {name!r}, which does not exist"
+
+
+# A cited test: `test/...py`, optionally `::test_name`; a bare `::test_name` continues the
+# file cited before it in the same table cell.
+_TEST_CITATION = re.compile(r"^(test/[\w/.-]+\.py)?(?:::(test_\w+))?$")
+
+
+def cited_tests() -> list[tuple[str, str, str | None]]:
+    """(document, test file, test function or None) of every test cited in README and docs/."""
+    cited = []
+    for document in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]:
+        for line in document.read_text().splitlines():
+            current: str | None = None
+            for span in code_spans(line):
+                match = _TEST_CITATION.match(span)
+                if match is None or not (match[1] or match[2]):
+                    continue
+                current = match[1] or current
+                if current is not None:
+                    cited.append((document.name, current, match[2]))
+    return cited
+
+
+def test_the_extraction_sees_the_cited_tests() -> None:
+    assert len(cited_tests()) > 20
+
+
+def test_every_cited_test_exists() -> None:
+    missing = []
+    for document, path, function in cited_tests():
+        source = REPO / path
+        if not source.is_file():
+            missing.append(f"{document}: {path}")
+        elif function and f"def {function}(" not in source.read_text():
+            missing.append(f"{document}: {path}::{function}")
+    assert missing == []
