@@ -188,9 +188,21 @@ def test_the_operator_takes_over_from_the_go_operator_and_changes_nothing(cluste
         go_status(truss_model, GO_PUSHED_NAME, trussConfigHash="461d8dcb",
                   trussPushStatus="TRUSS_PUSH_DONE"),
     )  # fmt: skip
+    # A push the Go operator saw fail twice, its next attempt an hour away: the backoff holds.
+    next_retry = rfc3339(datetime.now(UTC) + timedelta(hours=1))
+    adopt_from_go(
+        kubectl, namespace, "backoff",
+        {"modelName": "mig-backoff", "trussConfig": TRUSS_CONFIG,
+         "environment": {"name": "production", "autoscaling": AUTOSCALING}},
+        {"sourceDeploymentName": GO_PUSHED_NAME, "trussConfigHash": "461d8dcb",
+         "trussPushStatus": "TRUSS_PUSH_FAILED", "trussPushFailureCount": 2,
+         "trussPushLastError": "truss push failed: upload refused",
+         "trussPushNextRetryTime": next_retry, "deploymentStatus": "FAILED",
+         "message": "truss push failed", "observedGeneration": 1},
+    )  # fmt: skip
     before = {
         name: kubectl.json("get", "basetenmodel", name, "-n", namespace)
-        for name in ("source", "truss")
+        for name in ("source", "truss", "backoff")
     }
 
     # Started as the Go operator's Deployment runs it: its flags, zap's included.
@@ -236,8 +248,17 @@ def test_the_operator_takes_over_from_the_go_operator_and_changes_nothing(cluste
             status.get("message", "")
         ).startswith(f"active: {active} (")
 
-    wait_for(lambda: adopted("source", "img-1.0") and adopted("truss", GO_PUSHED_NAME),
-             timeout=60, describe=lambda: log.read_text()[-3000:])  # fmt: skip
+    def backing_off() -> bool:
+        status = status_of(kubectl.get_or_none("basetenmodel", "backoff", namespace))
+        return str(status.get("message", "")).startswith(
+            f"truss push failed for {GO_PUSHED_NAME} (attempt 2): "
+        )
+
+    wait_for(
+        lambda: adopted("source", "img-1.0") and adopted("truss", GO_PUSHED_NAME) and backing_off(),
+        timeout=60,
+        describe=lambda: log.read_text()[-3000:],
+    )
 
     # Adopted as they were: the Go operator's bookkeeping kept, nothing sent to Baseten.
     source_status = status_of(kubectl.get_or_none("basetenmodel", "source", namespace))
@@ -249,6 +270,13 @@ def test_the_operator_takes_over_from_the_go_operator_and_changes_nothing(cluste
         "TRUSS_PUSH_DONE",
     )
     assert truss_status["sourceDeploymentName"] == GO_PUSHED_NAME
+    backoff = status_of(kubectl.get_or_none("basetenmodel", "backoff", namespace))
+    assert (backoff["trussPushStatus"], backoff["trussPushFailureCount"]) == (
+        "TRUSS_PUSH_FAILED",
+        2,
+    )
+    assert backoff["trussPushNextRetryTime"] == next_retry
+    assert backoff["message"].endswith(f"; next retry at {next_retry}")
     assert sim.audit_log() == []
-    events = [e for name in ("source", "truss") for e in kubectl.events(namespace, name)]
+    events = [e for name in ("source", "truss", "backoff") for e in kubectl.events(namespace, name)]
     assert not {e["reason"] for e in events} & WRITE_EVENTS
