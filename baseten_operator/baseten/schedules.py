@@ -45,17 +45,6 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
 
-class ObservedScheduleSettings(_Strict):
-    min_replica: int | None = None
-    max_replica: int | None = None
-    autoscaling_window: int | None = None
-    scale_down_delay: int | None = None
-    concurrency_target: int | None = None
-    target_utilization_percentage: int | None = None
-    target_in_flight_tokens: int | None = None
-    max_scale_down_rate: int | None = None
-
-
 class ObservedSchedule(_Strict):
     """AutoscalingScheduleV1 or OneTimeAutoscalingScheduleV1: an unknown cadence does not
     decode, so a collection this operator cannot read is never overwritten by guesswork."""
@@ -71,7 +60,8 @@ class ObservedSchedule(_Strict):
     end_minute: int | None = None
     start_at: str | None = None
     end_at: str | None = None
-    autoscaling_settings: ObservedScheduleSettings | None = None
+    # A window's overrides: the environment's settings model (null: follow the environment).
+    autoscaling_settings: AutoscalingSettingsV1 | None = None
 
 
 class AppliedState(_Strict):
@@ -295,7 +285,7 @@ def _normalised_spec(desired: Mapping[str, Any]) -> _Normalised:
 
 
 def _normalised_observed(current: ObservedSchedule) -> _Normalised:
-    settings = current.autoscaling_settings or ObservedScheduleSettings()
+    settings = current.autoscaling_settings or AutoscalingSettingsV1()
     return (
         current.name,
         current.enabled,
