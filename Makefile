@@ -57,14 +57,18 @@ test-integration: $(STAMP) ## The operator loop on the two simulators
 test-e2e: $(STAMP) ## The operator as a process, driven with kubectl, on the emulator
 	$(BIN)/pytest -q test/e2e $(PYTEST_ARGS)
 
+# The bench and the soak import the tests' support package (test/testsupport), which pytest
+# finds through pyproject.toml's `pythonpath`.
+TEST_PYTHON := PYTHONPATH=$(CURDIR)/test $(BIN)/python
+
 bench: $(STAMP) ## Print scale and latency figures (never asserted)
-	$(BIN)/python test/bench/run.py $(ARGS)
+	$(TEST_PYTHON) test/bench/run.py $(ARGS)
 
 soak: $(STAMP) ## Chaos soak: 200 CRs, two replicas, faults, kills, a freeze (minutes; not in `make test`)
-	$(BIN)/python test/soak/soak.py $(ARGS)
+	$(TEST_PYTHON) -m testsupport.soak.run $(ARGS)
 
 soak-short: $(STAMP) ## The bounded soak that `make test` also runs (under a minute)
-	$(BIN)/python test/soak/soak.py --short $(ARGS)
+	$(TEST_PYTHON) -m testsupport.soak.run --short $(ARGS)
 
 manifests: $(STAMP) ## Regenerate the CRD (config/crd, the Helm chart's copies), the sandbox's samples and deploy/install.yaml
 	$(BIN)/python hack/generate_manifests.py

@@ -5,11 +5,13 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from dataclasses import fields
+from dataclasses import fields, replace
+from typing import Any
 
 from baseten_operator.config import OperatorOptions
 from baseten_operator.flags import (
     HEALTH_PROBE_BIND_ADDRESS,
+    LOG_FORMATS,
     LOG_LEVEL,
     METRICS_BIND_ADDRESS,
     TIME_SCALE,
@@ -17,7 +19,9 @@ from baseten_operator.flags import (
     namespace_or_all,
     positive_float,
     positive_int,
+    zap_level,
 )
+from baseten_operator.runtime.logging import STACKTRACE_LEVELS, TIME_ENCODINGS
 
 
 def add_operator_flags(parser: argparse.ArgumentParser) -> None:
@@ -72,8 +76,11 @@ def add_operator_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-concurrent-pushes", type=positive_int, default=d.max_concurrent_pushes
     )
-    LOG_LEVEL.add(parser, d.log_level)
-    parser.add_argument("--log-format", default=d.log_format, choices=["json", "console"])
+    # No default in the namespace: --zap-devel must know whether a level or format was given.
+    LOG_LEVEL.add(parser, argparse.SUPPRESS)
+    parser.add_argument(
+        "--log-format", default=argparse.SUPPRESS, choices=LOG_FORMATS, help="(default: json)"
+    )
     TIME_SCALE.add(parser, d.time_scale)
     parser.add_argument(
         "--baseten-timeout",
@@ -94,19 +101,88 @@ def add_operator_flags(parser: argparse.ArgumentParser) -> None:
         default=d.kubeconfig,
         help="kubeconfig path (default: $KUBECONFIG, ~/.kube/config, in-cluster)",
     )
+    add_go_operator_flags(parser, d)
+
+
+def add_go_operator_flags(parser: argparse.ArgumentParser, d: OperatorOptions) -> None:
+    """The Go operator's flags that have no name of their own here, so its manifests run
+    unchanged: zap's logging flags set the logging options; webhook flags are ignored."""
+    zap = parser.add_argument_group("the Go operator's logging flags (zap)")
+    zap.add_argument(
+        "--zap-log-level",
+        dest="log_level",
+        type=zap_level,
+        default=argparse.SUPPRESS,
+        help="debug, info, warn, error, dpanic, panic, fatal, or a verbosity > 0 (debug)",
+    )
+    zap.add_argument(
+        "--zap-encoder", dest="log_format", choices=LOG_FORMATS, default=argparse.SUPPRESS
+    )
+    add_bool_flag(
+        zap,
+        "--zap-devel",
+        d.log_development,
+        "development mode: console lines at debug level unless a level or encoder is given",
+        dest="log_development",
+    )
+    zap.add_argument(
+        "--zap-stacktrace-level",
+        dest="log_stacktrace_level",
+        choices=STACKTRACE_LEVELS,
+        default=d.log_stacktrace_level,
+        help="a logged exception's traceback is kept from this level up",
+    )
+    zap.add_argument(
+        "--zap-time-encoding",
+        dest="log_time_encoding",
+        choices=TIME_ENCODINGS,
+        default=d.log_time_encoding,
+        help="how the `ts` of a JSON line is written",
+    )
+    webhooks = parser.add_argument_group("the Go operator's webhook flags (no webhooks here)")
+    for flag in ("--webhook-cert-path", "--webhook-cert-name", "--webhook-cert-key"):
+        webhooks.add_argument(
+            flag,
+            dest="ignored_flags",
+            action=_Ignored,
+            default=d.ignored_flags,
+            help="accepted and ignored: this operator serves no webhook",
+        )
+
+
+class _Ignored(argparse.Action):
+    """Takes the flag's value and remembers only that the flag was given."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        given = tuple(getattr(namespace, self.dest, ()))
+        setattr(namespace, self.dest, (*given, option_string or self.dest))
 
 
 def options_from_args(args: argparse.Namespace) -> OperatorOptions:
     """`run`'s parsed flags as options: each flag's dest names the field it sets; fields
     without a flag keep their defaults."""
     parsed = vars(args)
-    return OperatorOptions(
+    options = OperatorOptions(
         **{
             field.name: parsed[field.name]
             for field in fields(OperatorOptions)
             if field.name in parsed
         }
     )
+    if options.log_development:
+        # zap's development defaults, under whatever level or format was given explicitly.
+        options = replace(
+            options,
+            log_level=parsed.get("log_level", "debug"),
+            log_format=parsed.get("log_format", "console"),
+        )
+    return options
 
 
 # What the operator image leaves out (.dockerignore): `run` never needs them.

@@ -26,6 +26,13 @@ class OperatorOptions(ManagerOptions):
     max_concurrent_pushes: int = 4
     log_level: str = "info"
     log_format: str = "json"
+    # zap's development mode (--zap-devel): console lines at debug level, unless a level or
+    # a format is given too.
+    log_development: bool = False
+    log_stacktrace_level: str = "error"  # a logged exception's traceback from this level up
+    log_time_encoding: str = "rfc3339nano"
+    # Go operator flags that mean nothing here (webhooks), accepted so its manifests run.
+    ignored_flags: tuple[str, ...] = ()
     time_scale: float = 1.0
     kubeconfig: str | None = None
     # Total deadline of one Baseten call, retries and waits included.

@@ -13,6 +13,18 @@ from dataclasses import dataclass
 from typing import Any
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
+LOG_FORMATS = ("json", "console")
+# zap's level names (controller-runtime's --zap-log-level) as this operator's.
+_ZAP_LEVELS = {
+    "debug": "debug",
+    "info": "info",
+    "warn": "warning",
+    "warning": "warning",
+    "error": "error",
+    "dpanic": "error",
+    "panic": "error",
+    "fatal": "error",
+}
 
 
 def positive_float(text: str) -> float:
@@ -44,9 +56,34 @@ def flag_bool(text: str) -> bool:
     raise argparse.ArgumentTypeError(f"expected true or false, got {text}")
 
 
-def add_bool_flag(parser: argparse.ArgumentParser, name: str, default: bool, help: str) -> None:
+def zap_level(text: str) -> str:
+    """A zap level, or a verbosity (an integer > 0, zap's debug levels), as a log level."""
+    lowered = text.strip().lower()
+    if lowered in _ZAP_LEVELS:
+        return _ZAP_LEVELS[lowered]
+    if lowered.isdigit() and int(lowered) > 0:
+        return "debug"
+    raise argparse.ArgumentTypeError(
+        f"expected {', '.join(_ZAP_LEVELS)} or an integer > 0, got {text}"
+    )
+
+
+def add_bool_flag(
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup,
+    name: str,
+    default: bool,
+    help: str,
+    dest: str | None = None,
+) -> None:
     parser.add_argument(
-        name, type=flag_bool, nargs="?", const=True, default=default, metavar="BOOL", help=help
+        name,
+        type=flag_bool,
+        nargs="?",
+        const=True,
+        default=default,
+        metavar="BOOL",
+        help=help,
+        dest=dest or name.removeprefix("--").replace("-", "_"),
     )
 
 

@@ -41,13 +41,17 @@ RECORDER_FLUSH_TIMEOUT = 5.0
 PUSHER_STOP_TIMEOUT = 10.0
 
 
+def release() -> str:
+    """The installed operator's version ("dev" when running from a bare source tree)."""
+    try:
+        return version("baseten-operator")
+    except PackageNotFoundError:
+        return "dev"
+
+
 def user_agent(identity: str) -> str:
     """Names the replica in every Baseten and Kubernetes request: audit logs tell replicas apart."""
-    try:
-        release = version("baseten-operator")
-    except PackageNotFoundError:
-        release = "dev"
-    return f"{COMPONENT}/{release} ({identity})"
+    return f"{COMPONENT}/{release()} ({identity})"
 
 
 def remote_url(api_base_url: str) -> str:
@@ -165,7 +169,18 @@ def build_operator(
 
 
 def run_operator(options: OperatorOptions) -> int:
-    configure_logging(options.log_level, "console" if options.log_format == "console" else "json")
+    configure_logging(
+        options.log_level,
+        "console" if options.log_format == "console" else "json",
+        time_encoding=options.log_time_encoding,
+        stacktrace_level=options.log_stacktrace_level,
+    )
+    if options.ignored_flags:
+        log.warning(
+            "flags accepted for compatibility with the Go operator and ignored: this "
+            "operator serves no webhook",
+            flags=sorted(set(options.ignored_flags)),
+        )
     identity = default_identity()
     try:
         baseten = BasetenClient.from_env(
@@ -199,7 +214,8 @@ def run_operator(options: OperatorOptions) -> int:
     )
     install_signal_handlers(manager)
     log.info(
-        "starting operator",
+        "starting baseten-operator",
+        version=release(),
         watch_namespace=options.namespace or "(all)",
         time_scale=options.time_scale,
         leader_elect=options.leader_elect,

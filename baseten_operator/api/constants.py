@@ -121,6 +121,7 @@ class EventReason(StrEnum):
     ENVIRONMENT_CREATED = "EnvironmentCreated"
     AUTOSCALING_UPDATED = "AutoscalingUpdated"
     PROMOTION_SETTINGS_UPDATED = "PromotionSettingsUpdated"
+    AUTOSCALING_SCHEDULE_UPDATED = "AutoscalingScheduleUpdated"
     DEPLOYMENT_PROMOTED = "DeploymentPromoted"
     DEPLOYMENT_ACTIVE = "DeploymentActive"
     DEPLOYMENT_REACTIVATED = "DeploymentReactivated"
@@ -136,6 +137,7 @@ class EventReason(StrEnum):
     ENVIRONMENT_CREATE_FAILED = "EnvironmentCreateFailed"
     AUTOSCALING_UPDATE_FAILED = "AutoscalingUpdateFailed"
     PROMOTION_SETTINGS_UPDATE_FAILED = "PromotionSettingsUpdateFailed"
+    AUTOSCALING_SCHEDULE_UPDATE_FAILED = "AutoscalingScheduleUpdateFailed"
     SOURCE_DEPLOYMENT_NOT_FOUND = "SourceDeploymentNotFound"
     SOURCE_DEPLOYMENT_FAILED = "SourceDeploymentFailed"
     PROMOTION_FAILED = "PromotionFailed"
@@ -156,6 +158,7 @@ WARNING_REASONS = frozenset(
         EventReason.ENVIRONMENT_CREATE_FAILED,
         EventReason.AUTOSCALING_UPDATE_FAILED,
         EventReason.PROMOTION_SETTINGS_UPDATE_FAILED,
+        EventReason.AUTOSCALING_SCHEDULE_UPDATE_FAILED,
         EventReason.SOURCE_DEPLOYMENT_NOT_FOUND,
         EventReason.SOURCE_DEPLOYMENT_FAILED,
         EventReason.PROMOTION_FAILED,

@@ -262,9 +262,13 @@ class BasetenClient:
         env_name: str,
         autoscaling_settings: Mapping[str, Any] | None,
         promotion_settings: Mapping[str, Any] | None,
+        autoscaling_schedule_settings: Mapping[str, Any] | None = None,
     ) -> None:
-        """PATCH the settings given. Applied asynchronously: a later GET shows the result."""
+        """PATCH the settings given, every group in one request (UpdateEnvironmentRequestV1
+        takes all three). Applied asynchronously: a later GET shows the result."""
         body = _settings_body(autoscaling_settings, promotion_settings)
+        if autoscaling_schedule_settings is not None:
+            body["autoscaling_schedule_settings"] = dict(autoscaling_schedule_settings)
         if not body:
             return
         path = {"model_id": model_id, "env_name": env_name}

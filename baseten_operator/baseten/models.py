@@ -58,6 +58,8 @@ class AutoscalingSettingsV1(ApiResponse):
     scale_down_delay: int | None = None
     concurrency_target: int | None = None
     target_utilization_percentage: int | None = None
+    target_in_flight_tokens: int | None = None
+    max_scale_down_rate: int | None = None
 
 
 class RollingDeployConfigV1(ApiResponse):

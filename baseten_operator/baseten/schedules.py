@@ -21,6 +21,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from baseten_operator.baseten.models import AutoscalingSettingsV1
+
 # (spec key, API key) of a window's settings, in the API's order; all eight are always sent
 # (null: the environment's value applies during the window).
 SCHEDULE_SETTINGS_FIELDS = (
@@ -35,21 +37,12 @@ SCHEDULE_SETTINGS_FIELDS = (
 )
 ONE_TIME = "ONE_TIME"
 DAILY = "DAILY"
+# How a change of the time zone is reported (the Go operator's drift name).
+TIMEZONE_FIELD = "scheduleTimezone"
 
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="ignore")
-
-
-class ObservedScheduleSettings(_Strict):
-    min_replica: int | None = None
-    max_replica: int | None = None
-    autoscaling_window: int | None = None
-    scale_down_delay: int | None = None
-    concurrency_target: int | None = None
-    target_utilization_percentage: int | None = None
-    target_in_flight_tokens: int | None = None
-    max_scale_down_rate: int | None = None
 
 
 class ObservedSchedule(_Strict):
@@ -67,11 +60,16 @@ class ObservedSchedule(_Strict):
     end_minute: int | None = None
     start_at: str | None = None
     end_at: str | None = None
-    autoscaling_settings: ObservedScheduleSettings | None = None
+    # A window's overrides: the environment's settings model (null: follow the environment).
+    autoscaling_settings: AutoscalingSettingsV1 | None = None
 
 
 class AppliedState(_Strict):
+    """AutoscalingScheduleStateV1: what the serving deployment runs on now."""
+
     schedule_id: str | None = None
+    # The environment's settings with the window's overrides applied.
+    autoscaling_settings: AutoscalingSettingsV1 | None = None
 
 
 class ObservedSchedules(_Strict):
@@ -121,6 +119,10 @@ class ScheduleChange:
     def __str__(self) -> str:
         return f"schedule {self.name} {self.verb}"
 
+    def desired_first(self) -> str:
+        """Observe mode's order: a schedule change has no sides to swap."""
+        return str(self)
+
 
 @dataclass(frozen=True)
 class TimezoneChange:
@@ -130,11 +132,11 @@ class TimezoneChange:
     desired: str
 
     def __str__(self) -> str:
-        return f"scheduleTimezone {self.actual or ''}→{self.desired}"
+        return f"{TIMEZONE_FIELD} {self.actual or ''}→{self.desired}"
 
     def desired_first(self) -> str:
         """Observe mode's order (docs/contract.md 6)."""
-        return f"scheduleTimezone {self.desired}→{self.actual or ''}"
+        return f"{TIMEZONE_FIELD} {self.desired}→{self.actual or ''}"
 
 
 @dataclass(frozen=True)
@@ -283,7 +285,7 @@ def _normalised_spec(desired: Mapping[str, Any]) -> _Normalised:
 
 
 def _normalised_observed(current: ObservedSchedule) -> _Normalised:
-    settings = current.autoscaling_settings or ObservedScheduleSettings()
+    settings = current.autoscaling_settings or AutoscalingSettingsV1()
     return (
         current.name,
         current.enabled,

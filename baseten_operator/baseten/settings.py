@@ -2,13 +2,15 @@
 
 Pure functions over the CR's camelCase spec (as `api.types.to_wire` renders it) and
 the API's `EnvironmentV1`. Only the fields the spec sets take part: a field the spec
-leaves out is Baseten's to choose, never drift.
+leaves out is Baseten's to choose, never drift. The autoscaling schedules are compared by
+baseten/schedules.py, and only when the spec has `autoscalingSchedule`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from baseten_operator.baseten.models import (
@@ -16,6 +18,14 @@ from baseten_operator.baseten.models import (
     EnvironmentV1,
     PromotionSettingsV1,
     RollingDeployConfigV1,
+)
+from baseten_operator.baseten.schedules import (
+    ScheduleChange,
+    ScheduleDrift,
+    TimezoneChange,
+    UnreadableSchedules,
+    read_schedules,
+    schedule_drift,
 )
 
 
@@ -59,6 +69,7 @@ ROLLING_DEPLOY_FIELDS = (
     ),
 )
 ROLLING_DEPLOY_CONFIG = "rollingDeployConfig"
+AUTOSCALING_SCHEDULE = "autoscalingSchedule"
 
 
 @dataclass(frozen=True)
@@ -70,18 +81,35 @@ class Change:
     def __str__(self) -> str:
         return f"{self.field} {_render(self.actual)}→{_render(self.desired)}"
 
+    def desired_first(self) -> str:
+        """Observe mode's order (docs/contract.md 6): what the spec wants first."""
+        return f"{self.field} {_render(self.desired)}→{_render(self.actual)}"
+
+
+# A change as statuses and Events report it: a setting, the schedule time zone, a schedule.
+Reported = Change | TimezoneChange | ScheduleChange
+
+
+def _no_schedule_drift() -> ScheduleDrift:
+    return ScheduleDrift([], {})
+
 
 @dataclass(frozen=True)
 class Drift:
     autoscaling: list[Change] = field(default_factory=list)
     promotion: list[Change] = field(default_factory=list)
+    schedules: ScheduleDrift = field(default_factory=_no_schedule_drift)
+    # Set when the spec manages the schedules and Baseten's collection did not decode:
+    # nothing of it can be compared, nor can the baseline hold be known.
+    unreadable_schedules: UnreadableSchedules | None = None
 
     @property
-    def changes(self) -> list[Change]:
-        return [*self.autoscaling, *self.promotion]
+    def changes(self) -> list[Reported]:
+        """Every change, in the report order of docs/contract.md 3.8."""
+        return [*self.autoscaling, *self.promotion, *self.schedules.changes]
 
     def __bool__(self) -> bool:
-        return bool(self.autoscaling or self.promotion)
+        return bool(self.autoscaling or self.promotion or self.schedules)
 
 
 def _render(value: Any) -> str:
@@ -157,14 +185,43 @@ def _changes(
     return changes
 
 
-def detect_drift(spec_env: Mapping[str, Any], actual: EnvironmentV1) -> Drift:
-    """Differences between the spec's settings and the environment's, spec-set fields only."""
+def _schedule_drift(
+    spec_env: Mapping[str, Any], actual: EnvironmentV1, now: float
+) -> tuple[ScheduleDrift, bool, UnreadableSchedules | None]:
+    """(the schedules' drift, whether the baseline is held, why the collection is unreadable)."""
+    spec_schedules = spec_env.get(AUTOSCALING_SCHEDULE)
+    if not isinstance(spec_schedules, Mapping):
+        return _no_schedule_drift(), False, None
+    try:
+        observed = read_schedules(actual.autoscaling_schedules)
+    except UnreadableSchedules as error:
+        # Whether a window holds the baseline is unknown too: fail closed, hold it.
+        return _no_schedule_drift(), True, error
+    drift = schedule_drift(spec_schedules, observed, datetime.fromtimestamp(now, UTC))
+    return drift, observed.window_applied, None
+
+
+def detect_drift(spec_env: Mapping[str, Any], actual: EnvironmentV1, now: float) -> Drift:
+    """Differences between the spec's settings and the environment's, spec-set fields only.
+
+    With `autoscalingSchedule` in the spec the schedules are compared too (`now`, the
+    pass's clock in epoch seconds, decides which ONE_TIME windows have ended), and while
+    one of their windows is applied the baseline autoscaling is the window's to change,
+    not drift (the baseline hold). Without it, Baseten's collection is never read: one it
+    cannot decode is none of the spec's business, and a window Baseten applies holds
+    nothing.
+    """
     spec_autoscaling = _section(spec_env, "autoscaling")
     spec_promotion = _section(spec_env, "promotionSettings")
     actual_promotion = actual.promotion_settings
     actual_rolling = actual_promotion.rolling_deploy_config if actual_promotion else None
+    schedules, hold, unreadable = _schedule_drift(spec_env, actual, now)
     return Drift(
-        autoscaling=_changes(spec_autoscaling, actual.autoscaling_settings, AUTOSCALING_FIELDS),
+        autoscaling=(
+            []
+            if hold
+            else _changes(spec_autoscaling, actual.autoscaling_settings, AUTOSCALING_FIELDS)
+        ),
         promotion=[
             *_changes(spec_promotion, actual_promotion, PROMOTION_FIELDS),
             *_changes(
@@ -174,14 +231,19 @@ def detect_drift(spec_env: Mapping[str, Any], actual: EnvironmentV1) -> Drift:
                 absent_is_empty=True,
             ),
         ],
+        schedules=schedules,
+        unreadable_schedules=unreadable,
     )
 
 
 def update_payload(spec_env: Mapping[str, Any], drift: Drift) -> dict[str, Any]:
-    """The one PATCH body that corrects `drift`: each drifted group with all its spec-set fields."""
+    """The one PATCH body that corrects `drift`: the settings groups each with all their
+    spec-set fields, the schedules as the upserts and deletes that correct them."""
     payload: dict[str, Any] = {}
     if drift.autoscaling:
         payload["autoscaling_settings"] = autoscaling_payload(_section(spec_env, "autoscaling"))
     if drift.promotion:
         payload["promotion_settings"] = promotion_payload(_section(spec_env, "promotionSettings"))
+    if drift.schedules:
+        payload["autoscaling_schedule_settings"] = drift.schedules.request
     return payload

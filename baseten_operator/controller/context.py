@@ -12,12 +12,13 @@ from typing import TYPE_CHECKING, Any
 
 from baseten_operator.api.constants import (
     TRUSS_PUSH_DONE,
+    TRUSS_PUSH_FAILED,
     TRUSS_PUSHING,
     EventReason,
     event_type,
 )
-from baseten_operator.api.types import BasetenModelSpec, BasetenModelStatus
-from baseten_operator.baseten.models import DeploymentV1
+from baseten_operator.api.types import BasetenModelSpec, BasetenModelStatus, PromotionProgress
+from baseten_operator.baseten.models import DeploymentV1, EnvironmentV1
 from baseten_operator.controller.ports import (
     BasetenAPI,
     KubeAPI,
@@ -32,6 +33,18 @@ from baseten_operator.runtime.clock import Clock, format_rfc3339, rfc3339
 
 if TYPE_CHECKING:
     from baseten_operator.controller.tenancy import Tenancy
+
+# status.trussPushLastError keeps this many bytes of a push's error, then "..." (the Go
+# operator's cut, so a migrated status reads the same).
+PUSH_ERROR_BYTES = 512
+
+
+def cut_push_error(error: str) -> str:
+    data = error.encode()
+    if len(data) <= PUSH_ERROR_BYTES:
+        return error
+    # A cut through a multi-byte character drops that character, never writes half of it.
+    return data[:PUSH_ERROR_BYTES].decode(errors="ignore") + "..."
 
 
 @dataclass
@@ -130,18 +143,34 @@ class Pass:
         """3.15: the cached ID named a model that is gone; keep its resolved time."""
         self.status.model_id = None
 
-    def record_active(self, current: DeploymentV1 | None) -> None:
-        """The environment's current deployment and its active replicas (3.8)."""
-        self.status.active_deployment_name = current.name if current else None
-        self.status.active_replica_count = current.active_replica_count if current else None
+    def record_environment(self, environment: EnvironmentV1) -> None:
+        """What the environment shows (3.8): its current deployment and active replicas,
+        the promotion ramping traffic into it (while there is one), its instance type."""
+        current = environment.current_deployment
+        status = self.status
+        status.active_deployment_name = current.name if current else None
+        status.active_replica_count = current.active_replica_count if current else None
+        promotion = environment.in_progress_promotion
+        status.promotion = (
+            PromotionProgress(
+                phase=promotion.status or None,
+                traffic_percent=promotion.percent_traffic_to_new_version,
+            )
+            if promotion is not None
+            else None
+        )
+        instance_type = environment.instance_type
+        status.instance_type = instance_type.name if instance_type is not None else None
 
     def track_source(self, name: str) -> None:
-        """The source this pass works on (3.7); a new one starts a new failure episode."""
+        """The source this pass works on (3.7); a new one starts a new failure episode, of
+        its deployment and of its pushes."""
         if self.status.source_deployment_name == name:
             return
         self.status.source_deployment_name = name
         self.status.source_deployment_id = None
         self.clear_retries()
+        self.clear_push_failures()
 
     def record_promoted_source(self, name: str, deployment_id: str) -> None:
         """The source deployment a promote call was made for (3.14)."""
@@ -182,10 +211,31 @@ class Pass:
         """Section 5: the config with this hash is pushed (its deployment exists)."""
         self.status.truss_config_hash = config_hash
         self.status.truss_push_status = TRUSS_PUSH_DONE
+        self.clear_push_failures()
 
     def record_no_push(self) -> None:
-        """Section 5: no push runs (it failed, or was never launched)."""
+        """Section 5: the push just recorded as launched was refused (no capacity after all)."""
         self.status.truss_push_status = None
+
+    def record_push_failure(self, attempt: int, error: str, next_retry_at: float) -> None:
+        """Section 5: push `attempt` of the source's name failed; the next is due at
+        `next_retry_at`. The failed push no longer runs: its start time goes."""
+        status = self.status
+        status.truss_push_status = TRUSS_PUSH_FAILED
+        status.truss_push_time = None
+        status.truss_push_failure_count = attempt
+        status.truss_push_last_error = cut_push_error(error)
+        status.truss_push_next_retry_time = format_rfc3339(next_retry_at)
+
+    def clear_push_failures(self) -> None:
+        """Section 5: the source's name was pushed, or found, or is a new one: its failed
+        pushes are behind it."""
+        status = self.status
+        if status.truss_push_status == TRUSS_PUSH_FAILED:
+            status.truss_push_status = None
+        status.truss_push_failure_count = None
+        status.truss_push_last_error = None
+        status.truss_push_next_retry_time = None
 
     def record_cleanup(self) -> None:
         """Section 8: orphan cleanup ran now; the next is due an interval later."""

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from baseten_operator.api.constants import FAILED, PENDING, EventReason
 from baseten_operator.api.types import to_wire
 from baseten_operator.baseten.errors import BasetenAPIError
-from baseten_operator.baseten.models import EnvironmentV1
+from baseten_operator.baseten.models import AutoscalingSettingsV1, DeploymentV1, EnvironmentV1
+from baseten_operator.baseten.schedules import UnreadableSchedules, read_schedules
 from baseten_operator.baseten.settings import (
     Drift,
+    Reported,
     autoscaling_payload,
     detect_drift,
     promotion_payload,
@@ -20,16 +23,35 @@ from baseten_operator.controller.context import Pass
 from baseten_operator.controller.endings import ReconcileError, RequeueAfter, raise_if_model_gone
 from baseten_operator.controller.telemetry import count_drift_correction
 
-# (settings group as events and metrics name it, update event, failure event)
-_GROUPS = (
-    ("autoscaling", EventReason.AUTOSCALING_UPDATED, EventReason.AUTOSCALING_UPDATE_FAILED),
-    (
-        "promotion settings",
-        EventReason.PROMOTION_SETTINGS_UPDATED,
-        EventReason.PROMOTION_SETTINGS_UPDATE_FAILED,
-    ),
+
+@dataclass(frozen=True)
+class _Group:
+    """A settings group of the PATCH: how its Events and the drift metric name it."""
+
+    name: str
+    updated: EventReason
+    failed: EventReason
+    metric: str
+
+
+_AUTOSCALING = _Group(
+    "autoscaling",
+    EventReason.AUTOSCALING_UPDATED,
+    EventReason.AUTOSCALING_UPDATE_FAILED,
+    "autoscaling",
 )
-_METRIC_GROUPS = {"autoscaling": "autoscaling", "promotion settings": "promotion"}
+_PROMOTION = _Group(
+    "promotion settings",
+    EventReason.PROMOTION_SETTINGS_UPDATED,
+    EventReason.PROMOTION_SETTINGS_UPDATE_FAILED,
+    "promotion",
+)
+_SCHEDULES = _Group(
+    "autoscaling schedules",
+    EventReason.AUTOSCALING_SCHEDULE_UPDATED,
+    EventReason.AUTOSCALING_SCHEDULE_UPDATE_FAILED,
+    "schedules",
+)
 
 
 def spec_environment(p: Pass) -> dict[str, Any]:
@@ -58,6 +80,8 @@ def ensure_environment(p: Pass, model_id: str) -> EnvironmentV1:
 
 
 def _create(p: Pass, model_id: str) -> NoReturn:
+    # CreateEnvironmentRequestV1 takes no autoscaling schedules: the next pass's drift
+    # correction creates the spec's.
     spec_env = spec_environment(p)
     try:
         p.deps.baseten.create_environment(
@@ -80,36 +104,98 @@ def _create(p: Pass, model_id: str) -> NoReturn:
     raise RequeueAfter(p.deps.timing.settings_applied)
 
 
+def scaling_in_force(
+    environment: EnvironmentV1,
+) -> tuple[AutoscalingSettingsV1 | None, str | None]:
+    """The autoscaling the environment runs on now, and the schedule whose window it comes
+    from (None: the baseline).
+
+    Whenever Baseten reports a window in force, whether or not the spec manages the
+    schedules: the message says what serves. A collection that does not decode shows the
+    baseline (the spec's own passes say it is unreadable when it is theirs).
+    """
+    baseline = environment.autoscaling_settings
+    try:
+        observed = read_schedules(environment.autoscaling_schedules)
+    except UnreadableSchedules:
+        return baseline, None
+    schedule = observed.schedule_in_force
+    if schedule is None or observed.applied_state is None:
+        return baseline, None
+    return observed.applied_state.autoscaling_settings or baseline, schedule.name
+
+
+def steady_of(p: Pass, current: DeploymentV1, environment: EnvironmentV1) -> str:
+    """The steady message of the environment's current deployment (3.10)."""
+    autoscaling, schedule = scaling_in_force(environment)
+    return messages.steady(current, p.env, autoscaling, schedule)
+
+
+def steady_message(p: Pass, environment: EnvironmentV1) -> str | None:
+    """The steady message, if the environment has a current deployment."""
+    current = environment.current_deployment
+    return steady_of(p, current, environment) if current is not None else None
+
+
+def promotion_traffic(environment: EnvironmentV1) -> int | None:
+    """The percentage of traffic a ramping promotion sends the environment's candidate,
+    when Baseten says (`in_progress_promotion`)."""
+    promotion = environment.in_progress_promotion
+    return promotion.percent_traffic_to_new_version if promotion is not None else None
+
+
 def correct_drift(p: Pass, model_id: str, environment: EnvironmentV1, steady: str | None) -> None:
     """One PATCH with every drifted group; the pass ends when anything drifted."""
     spec_env = spec_environment(p)
-    drift = detect_drift(spec_env, environment)
+    drift = detect_drift(spec_env, environment, p.deps.clock.now())
+    if drift.unreadable_schedules is not None:
+        _schedules_unreadable(p, drift.unreadable_schedules)
     if not drift:
         return
     payload = update_payload(spec_env, drift)
+    drifted = _drifted_groups(drift)
     try:
         p.deps.baseten.update_environment(
             model_id,
             p.env,
             payload.get("autoscaling_settings"),
             payload.get("promotion_settings"),
+            payload.get("autoscaling_schedule_settings"),
         )
     except BasetenAPIError as error:
         raise_if_model_gone(error)
-        for group, _, failed_reason in _drifted_groups(drift):
-            p.event(failed_reason, messages.update_group_failed_event(group, p.env, error))
-        message = messages.update_settings_failed(steady, p.env, error)
+        for group, _ in drifted:
+            p.event(group.failed, messages.update_group_failed_event(group.name, p.env, error))
+        if [group for group, _ in drifted] == [_SCHEDULES]:
+            message = messages.update_schedules_failed(steady, p.env, error)
+        else:
+            message = messages.update_settings_failed(steady, p.env, error)
         p.report(FAILED, message)
         raise ReconcileError(message) from error
-    for group, updated_reason, _ in _drifted_groups(drift):
-        changes = drift.autoscaling if group == "autoscaling" else drift.promotion
-        p.event(updated_reason, messages.updating_group_event(group, changes))
-        count_drift_correction(_METRIC_GROUPS[group])
+    for group, changes in drifted:
+        p.event(group.updated, messages.updating_group_event(group.name, changes))
+        count_drift_correction(group.metric)
     p.report(PENDING, messages.updating_settings(steady, drift.changes))
     # The PATCH applies asynchronously: the next pass re-reads the environment.
     raise RequeueAfter(p.deps.timing.settings_applied)
 
 
-def _drifted_groups(drift: Drift) -> list[tuple[str, EventReason, EventReason]]:
-    drifted = {"autoscaling": bool(drift.autoscaling), "promotion settings": bool(drift.promotion)}
-    return [group for group in _GROUPS if drifted[group[0]]]
+def _schedules_unreadable(p: Pass, error: UnreadableSchedules) -> NoReturn:
+    """The spec owns a collection this operator cannot read: never overwrite it by
+    guesswork, and write none of the other groups either (one PATCH or none)."""
+    message = messages.schedules_unreadable(p.env, error)
+    p.report(FAILED, message)
+    p.event(
+        EventReason.AUTOSCALING_SCHEDULE_UPDATE_FAILED,
+        messages.schedules_unreadable_event(p.env, error),
+    )
+    raise ReconcileError(message) from error
+
+
+def _drifted_groups(drift: Drift) -> list[tuple[_Group, list[Reported]]]:
+    groups: list[tuple[_Group, list[Reported]]] = [
+        (_AUTOSCALING, list(drift.autoscaling)),
+        (_PROMOTION, list(drift.promotion)),
+        (_SCHEDULES, list(drift.schedules.changes)),
+    ]
+    return [(group, changes) for group, changes in groups if changes]

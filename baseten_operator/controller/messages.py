@@ -18,6 +18,9 @@ from baseten_operator.runtime.text import go_quote
 PAUSED_MESSAGE = "reconciliation paused"
 RETRIES_EXHAUSTED = " (retries exhausted)"
 AWAITING = "awaiting reconciliation"
+# Observe's drift entry for a schedule collection the spec manages but Baseten's answer
+# for which did not decode.
+SCHEDULES_UNREADABLE = "autoscaling schedules unreadable"
 
 
 def replicas(deployment: DeploymentV1) -> str:
@@ -37,10 +40,19 @@ def recorded_active_prefix(active_deployment_name: str | None) -> str:
     return f"active: {active_deployment_name} | " if active_deployment_name else ""
 
 
-def steady(current: DeploymentV1, env: str, autoscaling: AutoscalingSettingsV1 | None) -> str:
+def steady(
+    current: DeploymentV1,
+    env: str,
+    autoscaling: AutoscalingSettingsV1 | None,
+    schedule: str | None = None,
+) -> str:
+    """`schedule`: the autoscaling schedule whose window applies now (`autoscaling` is then
+    what the window runs on)."""
     details = [replicas(current)]
     if autoscaling is not None:
         details.append(f"min:{autoscaling.min_replica or 0} max:{autoscaling.max_replica or 0}")
+    if schedule is not None:
+        details.append(f"schedule: {schedule}")
     if current.status != ACTIVE:
         details.append(current.status)
     return f"active: {current.name} ({', '.join(details)}) in {env} environment"
@@ -152,6 +164,19 @@ def update_settings_failed(steady_message: str | None, env: str, error: object) 
     return with_steady(steady_message, f"failed to update settings for {env}: {error}")
 
 
+def update_schedules_failed(steady_message: str | None, env: str, error: object) -> str:
+    """A failed PATCH that carried only the autoscaling schedules."""
+    return with_steady(steady_message, f"failed to update autoscaling schedules for {env}: {error}")
+
+
+def schedules_unreadable(env: str, error: object) -> str:
+    return f"failed to read autoscaling schedules for {env}: {error}"
+
+
+def schedules_unreadable_event(env: str, error: object) -> str:
+    return f"Failed to read autoscaling schedules for {env}: {error}"
+
+
 # --- section 3.10: current deployment ----------------------------------------------------
 
 
@@ -174,8 +199,12 @@ def deployment_active_event(name: str, env: str) -> str:
 # --- sections 3.11 and 3.12: candidate and double-promote guard --------------------------
 
 
-def promoting_candidate(ap: str, candidate: DeploymentV1) -> str:
-    return f"{ap}promoting: {candidate.name} ({candidate.status}, {replicas(candidate)})"
+def promoting_candidate(ap: str, candidate: DeploymentV1, traffic: int | None = None) -> str:
+    """`traffic`: the percentage of requests the ramping promotion sends it, when known."""
+    details = [candidate.status, replicas(candidate)]
+    if traffic is not None:
+        details.append(f"{traffic}% traffic")
+    return f"{ap}promoting: {candidate.name} ({', '.join(details)})"
 
 
 def candidate_failed(ap: str, name: str, status: str) -> str:
@@ -191,9 +220,12 @@ def candidate_exhausted(ap: str, name: str, status: str, deadline: str) -> str:
     return f"{candidate_failed(ap, name, status)} (retries exhausted after {deadline})"
 
 
-def blocked_by_candidate(ap: str, candidate: DeploymentV1, source: str) -> str:
+def blocked_by_candidate(
+    ap: str, candidate: DeploymentV1, source: str, traffic: int | None = None
+) -> str:
     return (
-        f"{promoting_candidate(ap, candidate)} — waiting for completion before promoting {source}"
+        f"{promoting_candidate(ap, candidate, traffic)} — waiting for completion before "
+        f"promoting {source}"
     )
 
 
@@ -354,12 +386,16 @@ def push_completed_event(name: str) -> str:
     return f"Deployment '{name}' created successfully via truss push"
 
 
-def push_failed(ap: str, name: str, error: object) -> str:
-    return f"{ap}truss push failed for {name}: {error}"
+def push_failed(ap: str, name: str, attempt: int, last_error: str, next_retry: str) -> str:
+    """Backing off after failed push `attempt` (the Go operator's message)."""
+    return (
+        f"{ap}truss push failed for {name} (attempt {attempt}): {last_error}; "
+        f"next retry at {next_retry}"
+    )
 
 
-def push_failed_event(name: str, error: object) -> str:
-    return f"Truss push for '{name}' failed: {error}"
+def push_failed_event(name: str, attempt: int, backoff: str, error: object) -> str:
+    return f"Truss push for '{name}' failed (attempt {attempt}), retrying in {backoff}: {error}"
 
 
 # --- section 6: observe ------------------------------------------------------------------

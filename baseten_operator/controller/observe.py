@@ -7,11 +7,15 @@ from typing import NoReturn
 from baseten_operator.api.constants import FAILED, PENDING, TERMINAL_FAILURES
 from baseten_operator.baseten.errors import BasetenAPIError
 from baseten_operator.baseten.models import EnvironmentV1
-from baseten_operator.baseten.settings import Change, detect_drift
+from baseten_operator.baseten.settings import detect_drift
 from baseten_operator.controller import messages
 from baseten_operator.controller.context import Pass
 from baseten_operator.controller.endings import RequeueAfter
-from baseten_operator.controller.environment import spec_environment
+from baseten_operator.controller.environment import (
+    promotion_traffic,
+    spec_environment,
+    steady_of,
+)
 from baseten_operator.controller.model_id import invalidate_model_id, lookup_model_id
 from baseten_operator.controller.source import matches_source
 from baseten_operator.controller.truss_source import SetupScriptError, expected_truss_source
@@ -22,14 +26,14 @@ def observe(p: Pass) -> NoReturn:
     model_id = _model_id(p)
     source = _expected_source(p)
     environment = _environment(p, model_id, cached)
-    p.record_active(environment.current_deployment)
+    p.record_environment(environment)
     current = environment.current_deployment
     candidate = environment.candidate_deployment
     if current is not None and matches_source(current.name, source):
-        message = messages.steady(current, p.env, environment.autoscaling_settings)
-        drift = detect_drift(spec_environment(p), environment)
+        message = steady_of(p, current, environment)
+        drift = _drift_texts(p, environment)
         if drift:
-            message = messages.observe_drift(message, [_desired_first(c) for c in drift.changes])
+            message = messages.observe_drift(message, drift)
         elif current.status in TERMINAL_FAILURES:
             message = messages.observe_failing(message)
         p.report(current.status, message)
@@ -38,7 +42,9 @@ def observe(p: Pass) -> NoReturn:
         p.track_candidate(candidate)
         p.report(
             candidate.status,
-            messages.promoting_candidate(messages.active_prefix(current), candidate),
+            messages.promoting_candidate(
+                messages.active_prefix(current), candidate, promotion_traffic(environment)
+            ),
         )
     else:
         p.report(PENDING, messages.observe_not_promoted(current, source))
@@ -54,9 +60,14 @@ def _fail(p: Pass, message: str) -> NoReturn:
     _done(p)
 
 
-def _desired_first(change: Change) -> str:
-    # Observe reports what the spec wants first (docs/contract.md section 6), unlike Reconcile.
-    return str(Change(change.field, actual=change.desired, desired=change.actual))
+def _drift_texts(p: Pass, environment: EnvironmentV1) -> list[str]:
+    """What Reconcile would correct, what the spec wants first (docs/contract.md section 6,
+    unlike Reconcile), and a schedule collection of the spec's that did not decode."""
+    drift = detect_drift(spec_environment(p), environment, p.deps.clock.now())
+    texts = [change.desired_first() for change in drift.changes]
+    if drift.unreadable_schedules is not None:
+        texts.append(messages.SCHEDULES_UNREADABLE)
+    return texts
 
 
 def _model_id(p: Pass) -> str:

@@ -97,6 +97,7 @@ class BasetenAPI(Protocol):
         env_name: str,
         autoscaling_settings: Mapping[str, Any] | None,
         promotion_settings: Mapping[str, Any] | None,
+        autoscaling_schedule_settings: Mapping[str, Any] | None = None,
         /,
     ) -> None: ...
 

@@ -28,6 +28,7 @@ from baseten_operator.baseten.models import DeploymentV1, EnvironmentV1
 from baseten_operator.controller import messages
 from baseten_operator.controller.context import Pass
 from baseten_operator.controller.endings import ReconcileError, RequeueAfter, raise_if_model_gone
+from baseten_operator.controller.environment import promotion_traffic, steady_of
 from baseten_operator.controller.orphans import clean_up_orphans
 from baseten_operator.controller.retries import deadline_text, retry_failed_deployment
 from baseten_operator.controller.source import matches_source
@@ -42,14 +43,6 @@ PROMOTABLE = frozenset({ACTIVE, SCALED_TO_ZERO})
 CANDIDATE_IN_PROGRESS = SOURCE_IN_PROGRESS | {ACTIVATING}
 
 
-def steady_message(p: Pass, environment: EnvironmentV1) -> str | None:
-    """The steady message of the current deployment, if there is one."""
-    current = environment.current_deployment
-    if current is None:
-        return None
-    return messages.steady(current, p.env, environment.autoscaling_settings)
-
-
 def promote_source(p: Pass, model_id: str, source: str, environment: EnvironmentV1) -> NoReturn:
     """Steps 9 to 14: every branch ends the pass."""
     current = environment.current_deployment
@@ -61,9 +54,10 @@ def promote_source(p: Pass, model_id: str, source: str, environment: Environment
         raise RequeueAfter(p.deps.timing.poll)
     if current is not None and matches_source(current.name, source):
         _current_matches(p, model_id, source, environment, current)
+    traffic = promotion_traffic(environment)
     if candidate is not None and matches_source(candidate.name, source):
-        _candidate_matches(p, model_id, ap, candidate)
-    _guard_double_promotion(p, model_id, ap, source, candidate)
+        _candidate_matches(p, model_id, ap, candidate, traffic)
+    _guard_double_promotion(p, model_id, ap, source, candidate, traffic)
     deployment = _validate_source(p, model_id, ap, source)
     _promote(p, model_id, ap, source, deployment)
 
@@ -88,7 +82,7 @@ def _current_matches(
         raise RequeueAfter(timing.poll)
 
     had_candidate = bool(p.status.candidate_deployment_id or p.status.candidate_deployment_name)
-    steady = messages.steady(current, p.env, environment.autoscaling_settings)
+    steady = steady_of(p, current, environment)
     p.report(current.status, steady)
     p.clear_candidate()
     if had_candidate:
@@ -106,10 +100,12 @@ def _current_matches(
 # --- step 11 -----------------------------------------------------------------------------
 
 
-def _candidate_matches(p: Pass, model_id: str, ap: str, candidate: DeploymentV1) -> NoReturn:
+def _candidate_matches(
+    p: Pass, model_id: str, ap: str, candidate: DeploymentV1, traffic: int | None
+) -> NoReturn:
     p.track_candidate(candidate)
     _fail_or_retry_candidate(p, model_id, ap, candidate)
-    p.report(PROMOTING, messages.promoting_candidate(ap, candidate))
+    p.report(PROMOTING, messages.promoting_candidate(ap, candidate, traffic))
     raise RequeueAfter(p.deps.timing.poll)
 
 
@@ -181,7 +177,12 @@ def _recorded_candidate(
 
 
 def _guard_double_promotion(
-    p: Pass, model_id: str, ap: str, source: str, env_candidate: DeploymentV1 | None
+    p: Pass,
+    model_id: str,
+    ap: str,
+    source: str,
+    env_candidate: DeploymentV1 | None,
+    traffic: int | None,
 ) -> None:
     recorded = _recorded_candidate(p, model_id, source, env_candidate)
     if recorded is not None and env_candidate is None:
@@ -189,7 +190,7 @@ def _guard_double_promotion(
     timing = p.deps.timing
     if env_candidate is not None:
         # Another CR's promotion, or one started in the UI: one at a time per environment.
-        p.report(PROMOTING, messages.blocked_by_candidate(ap, env_candidate, source))
+        p.report(PROMOTING, messages.blocked_by_candidate(ap, env_candidate, source, traffic))
         p.event(EventReason.PROMOTION_BLOCKED, messages.promotion_blocked_event(env_candidate.name))
         raise RequeueAfter(timing.poll)
     if recorded is not None:

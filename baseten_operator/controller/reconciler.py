@@ -33,10 +33,14 @@ from baseten_operator.controller.endings import (
     ReconcileError,
     RequeueAfter,
 )
-from baseten_operator.controller.environment import correct_drift, ensure_environment
+from baseten_operator.controller.environment import (
+    correct_drift,
+    ensure_environment,
+    steady_message,
+)
 from baseten_operator.controller.model_id import invalidate_model_id, resolve_model_id
 from baseten_operator.controller.observe import observe
-from baseten_operator.controller.promotion import promote_source, steady_message
+from baseten_operator.controller.promotion import promote_source
 from baseten_operator.controller.status import StaleRead, StatusWriter, report
 from baseten_operator.controller.telemetry import forget_model, record_model
 from baseten_operator.controller.truss_source import resolve_truss_source
@@ -172,6 +176,6 @@ def _reconcile(p: Pass) -> NoReturn:
     if not model_id:
         raise RequeueAfter(p.deps.timing.push_poll)  # the push in flight creates the model
     environment = ensure_environment(p, model_id)  # step 8
-    p.record_active(environment.current_deployment)
+    p.record_environment(environment)
     correct_drift(p, model_id, environment, steady_message(p, environment))
     promote_source(p, model_id, source, environment)  # steps 9 to 14

@@ -96,12 +96,12 @@ def retry_failed_deployment(
             )
             count_retry("declined")
 
-    schedule_next_retry(p, now)
+    _schedule_next_retry(p, now)
     log.info("deployment retry", key=p.key, deployment=deployment.name, attempt=attempt)
     raise RequeueAfter(timing.poll)
 
 
-def schedule_next_retry(p: Pass, now: float) -> float:
+def _schedule_next_retry(p: Pass, now: float) -> float:
     """Count the attempt just made and set nextRetryTime after its backoff; the delay."""
     attempt = (p.status.deployment_retry_count or 0) + 1
     delay = p.deps.timing.retry_delay(attempt, p.deps.random())

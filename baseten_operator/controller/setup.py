@@ -153,6 +153,7 @@ def build_controller(
         clock=clock,
         # The reconciler is the only writer of status and always says when to look again.
         update_filter=ignore_status_only_updates,
+        for_resource=BASETENMODELS,
     )
     controller.watch(configmaps, requests_for_configmap(models))
     if tenancy is not None:

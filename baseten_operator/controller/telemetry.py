@@ -21,7 +21,7 @@ DEPLOYMENT_RETRIES = Counter(
 DRIFT_CORRECTIONS = Counter(
     "baseten_drift_corrections_total",
     "Out-of-band changes on Baseten put back to the spec, by settings group "
-    "(autoscaling, promotion).",
+    "(autoscaling, promotion, schedules).",
     ["group"],
     registry=REGISTRY,
 )
@@ -67,7 +67,7 @@ def count_retry(result: str) -> None:
 
 
 def count_drift_correction(group: str) -> None:
-    """`group`: autoscaling or promotion."""
+    """`group`: autoscaling, promotion or schedules."""
     DRIFT_CORRECTIONS.labels(group=group).inc()
 
 

@@ -16,6 +16,7 @@ from baseten_operator.api.constants import (
     FAILED,
     PENDING,
     TRUSS_PUSH_DONE,
+    TRUSS_PUSH_FAILED,
     TRUSS_PUSHING,
     EventReason,
 )
@@ -26,8 +27,8 @@ from baseten_operator.controller.context import Pass
 from baseten_operator.controller.endings import ReconcileError, RequeueAfter, raise_if_model_gone
 from baseten_operator.controller.ports import ObjectCache
 from baseten_operator.controller.push_preflight import push_problem
-from baseten_operator.controller.retries import schedule_next_retry
-from baseten_operator.runtime.clock import parse_rfc3339
+from baseten_operator.controller.timing import go_duration
+from baseten_operator.runtime.clock import format_rfc3339, parse_rfc3339
 from baseten_operator.runtime.controller import TerminalError
 from baseten_operator.truss.naming import config_hash, name_for_hash
 from baseten_operator.truss.pusher import PushOutcome, PushRequest
@@ -165,15 +166,45 @@ def _collect_outcome(p: Pass, ap: str, source: TrussSource) -> None:
 
 
 def _push_failed(p: Pass, ap: str, name: str, error: str) -> NoReturn:
-    """Failure of a push: FAILED, and another push after a backoff."""
-    status = p.status
+    """Failure of a push: TRUSS_PUSH_FAILED, and another push of the name after a backoff
+    that doubles with each failure (no deadline: only a config change pushes sooner)."""
+    timing = p.deps.timing
     now = p.deps.clock.now()
-    p.event(EventReason.TRUSS_PUSH_FAILED, messages.push_failed_event(name, error))
-    p.report(FAILED, messages.push_failed(ap, name, error))
-    p.record_no_push()
-    if not status.first_deployment_failure_time:
-        p.record_first_failure(now)
-    raise RequeueAfter(schedule_next_retry(p, now))
+    p.track_source(name)  # the failures counted are this name's
+    attempt = (p.status.truss_push_failure_count or 0) + 1
+    delay = timing.retry_delay(attempt, p.deps.random())
+    p.record_push_failure(attempt, error, now + delay)
+    backoff = go_duration(timing.nominal(delay))
+    p.event(
+        EventReason.TRUSS_PUSH_FAILED, messages.push_failed_event(name, attempt, backoff, error)
+    )
+    _back_off(p, ap, name, now)
+
+
+def _backing_off(p: Pass, now: float) -> bool:
+    """Whether the next push after a failed one is not due yet."""
+    status = p.status
+    next_retry = parse_rfc3339(status.truss_push_next_retry_time)
+    return (
+        status.truss_push_status == TRUSS_PUSH_FAILED
+        and next_retry is not None
+        and now < next_retry
+    )
+
+
+def _back_off(p: Pass, ap: str, name: str, now: float) -> NoReturn:
+    """FAILED, saying why and until when; the pass comes back when the next push is due."""
+    status = p.status
+    next_retry = parse_rfc3339(status.truss_push_next_retry_time) or now
+    message = messages.push_failed(
+        ap,
+        name,
+        status.truss_push_failure_count or 0,
+        status.truss_push_last_error or "",
+        format_rfc3339(next_retry),
+    )
+    p.report(FAILED, message)
+    raise RequeueAfter(max(next_retry - now, 0.0))
 
 
 def _push(p: Pass, model_id: str | None, ap: str, source: TrussSource) -> NoReturn:
@@ -212,9 +243,8 @@ def _push(p: Pass, model_id: str | None, ap: str, source: TrussSource) -> NoRetu
 
     # The backoff below belongs to this name's failed pushes: a new name starts afresh.
     p.track_source(name)
-    next_retry = parse_rfc3339(status.next_retry_time)
-    if next_retry is not None and now < next_retry:
-        raise RequeueAfter(next_retry - now)  # backing off after a failed push
+    if _backing_off(p, now):
+        _back_off(p, ap, name, now)
     if pusher is None or not pusher.has_capacity():
         p.report(PENDING, messages.waiting_for_push_capacity(ap, name))
         raise RequeueAfter(timing.push_poll)

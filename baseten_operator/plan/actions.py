@@ -18,6 +18,9 @@ def camel(name: str) -> str:
 
 
 def _render(value: Any) -> str:
+    """As the operator's drift texts print values: booleans lower-case, no value empty."""
+    if value is None:
+        return ""
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
@@ -67,16 +70,35 @@ class CreateEnvironment(Action):
 
 
 @dataclass(frozen=True)
+class ScheduleChange:
+    """One autoscaling schedule the update creates, replaces or deletes."""
+
+    name: str
+    change: str  # added, changed, removed, duplicate removed
+
+    def __str__(self) -> str:
+        return f"schedule {self.name} {self.change}"
+
+
+@dataclass(frozen=True)
 class UpdateEnvironment(Action):
     type: ClassVar[str] = "update-environment"
     environment: str
+    # Settings changes, the schedule time zone (`scheduleTimezone`) included.
     changes: list[SettingChange]
     autoscaling_settings: dict[str, Any] | None
     promotion_settings: dict[str, Any] | None
+    schedules: list[ScheduleChange] = dataclasses.field(default_factory=list)
+    autoscaling_schedule_settings: dict[str, Any] | None = None
 
     def describe(self) -> str:
-        changes = ", ".join(str(c) for c in self.changes) or _settings(
-            {**(self.autoscaling_settings or {}), **(self.promotion_settings or {})}
+        described = [str(c) for c in (*self.changes, *self.schedules)]
+        changes = ", ".join(described) or _settings(
+            {
+                **(self.autoscaling_settings or {}),
+                **(self.promotion_settings or {}),
+                **(self.autoscaling_schedule_settings or {}),
+            }
         )
         return f"update environment {self.environment}: {changes}"
 

@@ -276,8 +276,9 @@ class Planner:
         if isinstance(action, UpdateEnvironment) and spec is not None and model_id:
             environment = self.baseten.ledger.environment_seen(model_id, action.environment)
             if environment is not None:
-                drift = detect_drift(to_wire(spec.environment), environment)
-                return dataclasses.replace(action, changes=changes_of(drift.changes))
+                drift = detect_drift(to_wire(spec.environment), environment, self.clock.now())
+                changes, schedules = changes_of(drift)
+                return dataclasses.replace(action, changes=changes, schedules=schedules)
         if isinstance(action, DeleteModel) and spec is not None:
             guarded = spec.deletion_policy == DeletionPolicy.DELETE_WITH_GUARDRAILS
             return dataclasses.replace(
@@ -302,10 +303,15 @@ class Planner:
             return  # the pass did nothing else: it waits
         if spec is not None and spec.effective_mode in _NO_WRITES:
             result.notes.append(_NO_WRITES[spec.effective_mode])
-        next_retry = parse_rfc3339(status.next_retry_time)
-        backing_off = next_retry is not None and next_retry > self.clock.now()
-        if backing_off and not result.actions:
-            result.notes.append(f"waiting: next retry at {status.next_retry_time}")
+        # A failed deployment's retry (section 4) or a failed push's (section 5) not due yet.
+        now = self.clock.now()
+        pending = [
+            at
+            for at in (status.next_retry_time, status.truss_push_next_retry_time)
+            if (parsed := parse_rfc3339(at)) is not None and parsed > now
+        ]
+        if pending and not result.actions:
+            result.notes.append(f"waiting: next retry at {pending[0]}")
         elif (
             status.deployment_status in _BLOCKED_STATUSES
             and not result.actions

@@ -30,7 +30,8 @@ from baseten_operator.baseten.models import (
     RetryResult,
     TeamV1,
 )
-from baseten_operator.baseten.settings import Change
+from baseten_operator.baseten.schedules import TIMEZONE_FIELD, TimezoneChange
+from baseten_operator.baseten.settings import Drift
 from baseten_operator.plan.actions import (
     Action,
     Activate,
@@ -42,6 +43,7 @@ from baseten_operator.plan.actions import (
     Push,
     Retry,
     ScaleInOrphan,
+    ScheduleChange,
     SettingChange,
     UpdateEnvironment,
 )
@@ -279,11 +281,18 @@ class RecordingBaseten:
         env_name: str,
         autoscaling_settings: Mapping[str, Any] | None,
         promotion_settings: Mapping[str, Any] | None,
+        autoscaling_schedule_settings: Mapping[str, Any] | None = None,
     ) -> None:
         # The changes (old→new) are filled in by the planner, from the spec and the
         # environment read, with the drift function the pass itself used.
         self._record(
-            UpdateEnvironment(env_name, [], _copy(autoscaling_settings), _copy(promotion_settings))
+            UpdateEnvironment(
+                env_name,
+                [],
+                _copy(autoscaling_settings),
+                _copy(promotion_settings),
+                autoscaling_schedule_settings=_copy(autoscaling_schedule_settings),
+            )
         )
 
     def promote(
@@ -317,9 +326,19 @@ def _copy(settings: Mapping[str, Any] | None) -> dict[str, Any] | None:
     return copy.deepcopy(dict(settings)) if settings is not None else None
 
 
-def changes_of(changes: list[Change]) -> list[SettingChange]:
-    """`baseten.settings.Change`s as the plan's SettingChange."""
-    return [SettingChange(c.field, c.actual, c.desired) for c in changes]
+def changes_of(drift: Drift) -> tuple[list[SettingChange], list[ScheduleChange]]:
+    """A pass's drift as the plan's changes: the settings' and the schedule time zone's
+    (`SettingChange`), then the schedules' (`ScheduleChange`)."""
+    settings = [
+        SettingChange(c.field, c.actual, c.desired) for c in (*drift.autoscaling, *drift.promotion)
+    ]
+    schedules: list[ScheduleChange] = []
+    for change in drift.schedules.changes:
+        if isinstance(change, TimezoneChange):
+            settings.append(SettingChange(TIMEZONE_FIELD, change.actual, change.desired))
+        else:
+            schedules.append(ScheduleChange(change.name, change.verb))
+    return settings, schedules
 
 
 class MemoryKube:

@@ -25,7 +25,7 @@ import threading
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import structlog
 
@@ -34,6 +34,7 @@ from baseten_operator.runtime.clock import Clock, RealClock
 from baseten_operator.runtime.fence import NotLeader
 from baseten_operator.runtime.logging import bound_context
 from baseten_operator.runtime.repeats import RepeatLimiter
+from baseten_operator.runtime.resource import Resource
 from baseten_operator.runtime.workqueue import DEFAULT_PRIORITY, LOW_PRIORITY, RateLimitingQueue
 
 _log = structlog.get_logger(__name__)
@@ -133,10 +134,14 @@ class Controller:
         queue: RateLimitingQueue | None = None,
         clock: Clock | None = None,
         update_filter: UpdateFilter | None = None,
+        for_resource: Resource | None = None,
     ) -> None:
+        """`for_resource`: the kind the controller reconciles, named in every pass's log
+        lines the way controller-runtime names it (controllerGroup, controllerKind)."""
         if max_concurrent_reconciles < 1:
             raise ValueError("max_concurrent_reconciles must be at least 1")
         self._name = name
+        self._for_resource = for_resource
         self._reconciler = reconciler
         self._workers_wanted = max_concurrent_reconciles
         self._clock: Clock = clock or RealClock()
@@ -265,16 +270,26 @@ class Controller:
         self._active_workers.inc()
         started = self._clock.monotonic()
         try:
-            with bound_context(
-                controller=self._name,
-                namespace=request.namespace,
-                name=request.name,
-                reconcile_id=str(uuid.uuid4()),
-            ):
+            with bound_context(**self._log_keys(request)):
                 self._run_pass(request, priority)
         finally:
             self._time.observe(max(0.0, self._clock.monotonic() - started))
             self._active_workers.dec()
+
+    def _log_keys(self, request: Request) -> dict[str, Any]:
+        """The keys controller-runtime puts on a reconcile's log lines."""
+        keys: dict[str, Any] = {"controller": self._name}
+        resource = self._for_resource
+        if resource is not None:
+            keys["controllerGroup"] = resource.group
+            keys["controllerKind"] = resource.kind
+            keys[resource.kind] = {"name": request.name, "namespace": request.namespace}
+        keys |= {
+            "namespace": request.namespace,
+            "name": request.name,
+            "reconcileID": str(uuid.uuid4()),
+        }
+        return keys
 
     def _run_pass(self, request: Request, priority: int) -> None:
         try:

@@ -1,7 +1,9 @@
 """Structured logging: structlog for our code, the stdlib's loggers routed through it.
 
-One line per record, JSON by default (timestamp, level, logger, event, and whatever
-context is bound), a console renderer for humans. Every record, ours or a library's,
+One line per record on stdout. JSON by default, in the keys zap writes for Go operators
+(`severity` upper-case, `ts`, `logger`, `msg`, then whatever context is bound, and
+`stacktrace` for a logged exception), so log pipelines and queries written for them read
+these lines too; a console renderer for humans. Every record, ours or a library's,
 passes a redaction step last, so an API key or token can never reach the output: values
 under credential-looking keys, `Bearer ...`/`Api-Key ...` in text, and anywhere in a line
 the values registered with `register_secret` (literally, base64- or URL-encoded, the
@@ -15,8 +17,10 @@ import logging
 import re
 import sys
 import threading
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from typing import Any, Literal, TextIO
 from urllib.parse import quote, quote_plus
 
@@ -32,6 +36,23 @@ _CREDENTIAL_IN_TEXT = re.compile(r"\b(Bearer|Api-Key)(\s+)[^\s'\",}]+", re.IGNOR
 
 # Shorter values would mask ordinary text; no real credential is this short.
 MIN_SECRET_LENGTH = 4
+
+# How `ts` is written (zap's time encoders); rfc3339nano by default: RFC 3339 that keeps
+# sub-second order.
+TimeEncoding = Literal["rfc3339", "rfc3339nano", "iso8601", "epoch", "millis", "nano"]
+TIME_ENCODINGS: tuple[TimeEncoding, ...] = (
+    "rfc3339",
+    "rfc3339nano",
+    "iso8601",
+    "epoch",
+    "millis",
+    "nano",
+)
+# A logged exception's traceback is kept from this level up (zap's stacktrace level).
+STACKTRACE_LEVELS = ("info", "error", "panic")
+_LEVEL_ORDER = {"debug": 10, "info": 20, "warning": 30, "error": 40, "critical": 50, "panic": 50}
+# zap's capital level names where Python's differ.
+_SEVERITY = {"warning": "WARN", "critical": "DPANIC"}
 
 # Libraries that are chatty at INFO/DEBUG: keep them at WARNING unless debugging.
 _NOISY_LOGGERS = ("urllib3", "kubernetes", "requests")
@@ -144,14 +165,70 @@ def cut_fields(_logger: WrappedLogger, _method: str, event_dict: EventDict) -> E
     }
 
 
+def _stamp_time(_logger: WrappedLogger, _method: str, event_dict: EventDict) -> EventDict:
+    event_dict["timestamp"] = time.time()  # rendered per the output's encoding
+    return event_dict
+
+
 def _shared_processors() -> list[Processor]:
     return [
         structlog.contextvars.merge_contextvars,
         structlog.stdlib.add_log_level,
         structlog.stdlib.add_logger_name,
         structlog.stdlib.PositionalArgumentsFormatter(),
-        structlog.processors.TimeStamper(fmt="iso", utc=True),
+        _stamp_time,
     ]
+
+
+def encode_time(timestamp: float, encoding: TimeEncoding) -> str | float | int:
+    """`timestamp` (Unix seconds) as zap's encoder of that name writes it, in UTC."""
+    if encoding == "epoch":
+        return timestamp
+    if encoding == "millis":
+        return timestamp * 1000
+    if encoding == "nano":
+        return int(timestamp * 1_000_000_000)
+    moment = datetime.fromtimestamp(timestamp, UTC)
+    if encoding == "rfc3339":
+        return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+    if encoding == "iso8601":
+        return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_time_encoding(name: str) -> TimeEncoding:
+    """`name` as a time encoding; ValueError for an unknown one."""
+    for encoding in TIME_ENCODINGS:
+        if encoding == name:
+            return encoding
+    raise ValueError(f"unknown time encoding {name!r}")
+
+
+def _go_fields(encoding: TimeEncoding, stacktrace_level: str) -> Processor:
+    """The record in zap's JSON keys and order: severity, ts, logger, msg, then the rest."""
+    threshold = _LEVEL_ORDER[stacktrace_level]
+
+    def rename(_logger: WrappedLogger, _method: str, event_dict: EventDict) -> EventDict:
+        level = str(event_dict.pop("level", "info"))
+        ordered: EventDict = {
+            "severity": _SEVERITY.get(level, level.upper()),
+            "ts": encode_time(float(event_dict.pop("timestamp", time.time())), encoding),
+            "logger": event_dict.pop("logger", ""),
+            "msg": event_dict.pop("event", ""),
+        }
+        stacktrace = event_dict.pop("exception", None)
+        ordered.update(event_dict)
+        if stacktrace is not None and _LEVEL_ORDER.get(level, 0) >= threshold:
+            ordered["stacktrace"] = stacktrace
+        return ordered
+
+    return rename
+
+
+def _iso_time(_logger: WrappedLogger, _method: str, event_dict: EventDict) -> EventDict:
+    """The console's timestamp, readable."""
+    event_dict["timestamp"] = encode_time(float(event_dict["timestamp"]), "rfc3339nano")
+    return event_dict
 
 
 def configure_logging(
@@ -159,16 +236,27 @@ def configure_logging(
     fmt: Literal["json", "console"] = "json",
     *,
     stream: TextIO | None = None,
+    time_encoding: str = "rfc3339nano",
+    stacktrace_level: str = "error",
 ) -> None:
-    """Configure structlog and the stdlib root logger; safe to call more than once."""
+    """Configure structlog and the stdlib root logger; safe to call more than once.
+
+    Lines go to `stream` (default stdout, where Go operators log).
+    """
     numeric_level = logging.getLevelName(level.upper())
     if not isinstance(numeric_level, int):
         raise ValueError(f"unknown log level {level!r}")
-    renderer: Processor = (
-        structlog.processors.JSONRenderer()
+    if stacktrace_level not in STACKTRACE_LEVELS:
+        raise ValueError(f"unknown stacktrace level {stacktrace_level!r}")
+    layout: list[Processor] = (
+        [
+            _go_fields(parse_time_encoding(time_encoding), stacktrace_level),
+            structlog.processors.JSONRenderer(),
+        ]
         if fmt == "json"
-        else structlog.dev.ConsoleRenderer(colors=False)
+        else [_iso_time, structlog.dev.ConsoleRenderer(colors=False)]
     )
+    *shaping, renderer = layout
     structlog.configure(
         processors=[
             structlog.stdlib.filter_by_level,
@@ -188,10 +276,11 @@ def configure_logging(
             redact_secrets,
             # After redaction, so a cut can never leave part of a secret behind.
             cut_fields,
+            *shaping,
             _masking_registered_secrets(renderer),
         ],
     )
-    handler = logging.StreamHandler(stream or sys.stderr)
+    handler = logging.StreamHandler(stream or sys.stdout)
     handler.setFormatter(formatter)
     root = logging.getLogger()
     root.handlers = [handler]

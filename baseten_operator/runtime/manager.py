@@ -44,6 +44,9 @@ EXIT_OK = 0
 EXIT_LOST_LEASE = 1
 # A leader whose Lease went unrenewed this long past its duration reports unready.
 LEADER_HEALTH_TOLERANCE = 20.0
+# How often `wait` looks whether a replica that lost its Lease, or can no longer prove it
+# leads, is taking too long to stop (with leader election on).
+_WAIT_POLL_SECONDS = 0.05
 
 
 class Runnable(Protocol):
@@ -102,6 +105,7 @@ class Manager:
         self.fence = WriteFence(self._leadership_refusal, clock=self._clock)
         self._liveness_checks: dict[str, Check] = {}
         self._lease_lost = threading.Event()
+        self._deposing = False
         self._lock = threading.RLock()
         self._informers: dict[tuple[Resource, str | None, bool], Informer] = {}
         # What `add` registered: work that drains within the manager's budget, and the
@@ -115,8 +119,6 @@ class Manager:
         self._leading = False
         self._stopping = threading.Event()
         self._done = threading.Event()
-        # Set with `_done` and with `_lease_lost`: what `wait` sleeps on (no polling).
-        self._attention = threading.Event()
         self._exit_code = EXIT_OK
         self._log = log.bind(identity=self.identity)
 
@@ -201,14 +203,17 @@ class Manager:
         most that many (real) seconds later even if a component is still stopping: the
         process must not linger as a deposed leader.
         """
-        if lost_lease_grace is None:
+        if lost_lease_grace is None or not self.options.leader_elect:
+            # Without leader election there is no Lease to lose and no leadership to prove:
+            # nothing for the watchdog below, so no reason to wake up 20 times a second.
             self._done.wait()
             return self._exit_code
-        self._attention.wait()
-        if not self._done.is_set():  # the Lease was lost and the stop is under way
-            if not self._done.wait(lost_lease_grace):
-                self._log.error("still stopping after losing the lease: exiting anyway")
-            return EXIT_LOST_LEASE
+        while not self._done.wait(_WAIT_POLL_SECONDS):
+            self._depose_if_unproven()
+            if self._lease_lost.is_set():
+                if not self._done.wait(lost_lease_grace):
+                    self._log.error("still stopping after losing the lease: exiting anyway")
+                return EXIT_LOST_LEASE
         return self._exit_code
 
     def run(self, *, lost_lease_grace: float | None = None) -> int:
@@ -260,12 +265,26 @@ class Manager:
             for runnable in self._work:
                 runnable.start()
 
+    def _depose_if_unproven(self) -> None:
+        """A watchdog over the elector: its own thread deposes a leader whose renewals fail,
+        but a renewal that hangs (a request that never returns) cannot report its failure.
+        A leader that can no longer prove it leads is deposed here instead, off this thread
+        so that the wait still returns within its grace."""
+        with self._lock:
+            if not self._leading or self._stopping.is_set() or self._deposing:
+                return
+            refusal = self._leadership_refusal()
+            if refusal is None:
+                return
+            self._deposing = True
+        self._log.error("cannot prove leadership any more: stopping", reason=refusal)
+        threading.Thread(target=self._on_stopped_leading, name="depose", daemon=True).start()
+
     def _on_stopped_leading(self) -> None:
         if self._stopping.is_set():
             return  # our own clean release
         self.fence.close("leadership lost")
         self._lease_lost.set()
-        self._attention.set()
         self._log.error("leader election lost: stopping controllers and exiting")
         self._shutdown(EXIT_LOST_LEASE, 0.0)
 
@@ -296,7 +315,6 @@ class Manager:
         finally:
             self._log.info("manager stopped", exit_code=self._exit_code)
             self._done.set()
-            self._attention.set()
 
     def _stop_leader_work(self, drain_timeout: float) -> None:
         """Stop the work in parallel (none takes new work while another drains), then the

@@ -6,6 +6,10 @@ imports it: every push runs here, isolated, and the process ends with it.
 
 Protocol with the parent (baseten_operator.truss.pusher):
 - stdin: one JSON ``ChildRequest``;
+- the leash: a pipe the parent writes a heartbeat byte to every second while its replica
+  provably leads; silence for ``leash_slack`` seconds (a frozen or deposed operator) or the
+  pipe's end (a dead one) stops the push at once, so that it never runs beside the push the
+  next leader may start for the same name;
 - the API key: the environment variable ``API_KEY_ENV`` (never argv, never logged);
 - stdout: the JSON ``ChildResult`` on the last line. Everything else truss prints is
   sent to stderr so it cannot corrupt the result.
@@ -16,11 +20,15 @@ from __future__ import annotations
 
 import ctypes
 import os
+import select
 import signal
 import sys
 import tempfile
+import threading
 import warnings
+from collections.abc import Callable
 from pathlib import Path
+from typing import TextIO
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -44,6 +52,9 @@ class ChildRequest(BaseModel):
     team_id: str | None = None
     # The operator process: the push dies with it (see die_with_parent).
     parent_pid: int | None = None
+    # The read end of the leash (see hold_leash), inherited; None: no leash.
+    leash_fd: int | None = None
+    leash_slack: float = 5.0
 
 
 class ChildResult(BaseModel):
@@ -131,6 +142,30 @@ def die_with_parent(parent_pid: int) -> None:
         os._exit(1)  # the parent died before the death signal was armed
 
 
+EXIT_UNLEASHED = 3
+UNLEASHED_ERROR = (
+    "stopped: the operator that launched this push no longer provably leads "
+    "(no heartbeat for {slack:g}s)"
+)
+
+
+def hold_leash(fd: int, slack: float, on_loose: Callable[[], None]) -> None:
+    """Block while heartbeats come at least every `slack` seconds on `fd`; then call
+    `on_loose` (silence, or the pipe closed because every writer is gone)."""
+    while True:
+        ready, _, _ = select.select([fd], [], [], slack)
+        if not ready or not os.read(fd, 64):
+            on_loose()
+            return
+
+
+def _stop_unleashed(result_stream: TextIO, slack: float) -> None:
+    error = UNLEASHED_ERROR.format(slack=slack)
+    result_stream.write(ChildResult(succeeded=False, error=error).model_dump_json() + "\n")
+    result_stream.flush()
+    os._exit(EXIT_UNLEASHED)
+
+
 def main() -> int:
     # Keep the real stdout for the result; whatever truss prints goes to stderr.
     result_stream = os.fdopen(os.dup(sys.stdout.fileno()), "w", encoding="utf-8")
@@ -144,6 +179,14 @@ def main() -> int:
         request = ChildRequest.model_validate_json(sys.stdin.read())
         if request.parent_pid is not None:
             die_with_parent(request.parent_pid)
+        if request.leash_fd is not None:
+            leash = request.leash_fd, request.leash_slack
+            threading.Thread(
+                target=hold_leash,
+                args=(*leash, lambda: _stop_unleashed(result_stream, leash[1])),
+                name="leash",
+                daemon=True,
+            ).start()
         result = push(request, api_key)
     except Exception as exc:  # every failure becomes a one-line outcome for the parent
         result = ChildResult(succeeded=False, error=describe_exception(exc, api_key))

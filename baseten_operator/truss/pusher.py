@@ -3,14 +3,18 @@
 The reconciler launches a push and returns at once; a supervisor thread per push feeds the
 child (baseten_operator.truss.push_child) its request on stdin and reads the result from
 the last line of its stdout. A watchdog thread kills any child that outlives `timeout`
-(measured on the injected clock). The outcome is kept until the reconciler takes it, and
-`on_done` is called so it can enqueue the CR: the reconciler alone writes status.
+(measured on the injected clock). A leash thread sends every child a heartbeat each second
+while the write fence passes: a child that hears none for a few seconds stops itself, so a
+push outlives neither a frozen operator (SIGSTOP stops the operator, not its children) nor
+a deposed one. The outcome is kept until the reconciler takes it, and `on_done` is called
+so it can enqueue the CR: the reconciler alone writes status.
 
 truss itself is never imported here: only the child imports it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -45,6 +49,12 @@ DEFAULT_CHILD_ARGV: tuple[str, ...] = (sys.executable, "-m", "baseten_operator.t
 # safety net it is meant to be.
 PUSH_TIMEOUT = 5 * 60.0
 STDERR_LOG_LINES = 20
+# Heartbeats on each child's leash, in real seconds (a child runs on the real clock). A child
+# stops after LEASH_SLACK seconds of silence: a replica that cannot prove it leads sends none
+# from at most its renew deadline (10 s) after its last renewal, so its pushes stop before
+# another replica may lead (its lease lasts 15 s): 10 + 1 + 3 < 15.
+LEASH_INTERVAL = 1.0
+LEASH_SLACK = 3.0
 
 
 @dataclass(frozen=True)
@@ -77,6 +87,8 @@ class _Push:
     started: float
     deadline: float
     process: subprocess.Popen[bytes] | None = None
+    # The write end of the child's leash (heartbeats); None before the child starts.
+    leash: int | None = None
     # Why the push is being killed ("timeout", "stopped"), None while it may run on.
     cancel_reason: str | None = None
 
@@ -110,6 +122,8 @@ class TrussPusher:
         clock: Clock | None = None,
         child_argv: Sequence[str] = DEFAULT_CHILD_ARGV,
         fence: WriteFence | None = None,
+        leash_interval: float = LEASH_INTERVAL,
+        leash_slack: float = LEASH_SLACK,
     ) -> None:
         if max_concurrent < 1:
             raise ValueError("max_concurrent must be at least 1")
@@ -130,6 +144,10 @@ class TrussPusher:
         self._outcomes: dict[str, PushOutcome] = {}
         self._stopped = False
         self._watchdog: threading.Thread | None = None
+        self._leash_interval = leash_interval
+        self._leash_slack = leash_slack
+        self._leash_walker: threading.Thread | None = None
+        self._leash_stop = threading.Event()
 
     # --- what the reconciler asks -----------------------------------------------------
 
@@ -186,6 +204,7 @@ class TrussPusher:
     def start(self) -> None:
         with self._lock:
             self._stopped = False
+            self._leash_stop.clear()
             self._ensure_watchdog_locked()
 
     def stop(self, timeout: float = 10.0) -> bool:
@@ -193,9 +212,10 @@ class TrussPusher:
         returns whether they all ended in time."""
         with self._lock:
             self._stopped = True
+            self._leash_stop.set()
             for push in self._running.values():
                 self._cancel_locked(push, "stopped")
-            threads = [*self._supervisors, self._watchdog]
+            threads = [*self._supervisors, self._watchdog, self._leash_walker]
             self._changed.notify_all()
         others = [t for t in threads if t is not None and t is not threading.current_thread()]
         for thread in others:
@@ -213,6 +233,26 @@ class TrussPusher:
                 target=self._watch_deadlines, name="truss-push-watchdog", daemon=True
             )
             self._watchdog.start()
+        if self._leash_walker is None or not self._leash_walker.is_alive():
+            self._leash_walker = threading.Thread(
+                target=self._walk_leashes, name="truss-push-leash", daemon=True
+            )
+            self._leash_walker.start()
+
+    def _walk_leashes(self) -> None:
+        """A heartbeat to every running child, each interval, while this replica provably
+        leads; none otherwise (its children then stop themselves)."""
+        while not self._leash_stop.wait(self._leash_interval):
+            if self._fence is not None and self._fence.refusal() is not None:
+                continue
+            # Under the lock: a leash is closed under it too, so its descriptor number
+            # cannot be reused by another file between the lookup and the write.
+            with self._lock:
+                for push in self._running.values():
+                    if push.leash is not None:
+                        # A gone child, or a full pipe (it has beats to read): nothing to do.
+                        with contextlib.suppress(OSError):
+                            os.write(push.leash, b".")
 
     def _cancel_locked(self, push: _Push, reason: str) -> None:
         if push.cancel_reason is None:
@@ -261,20 +301,36 @@ class TrussPusher:
             setup_script=req.setup_script,
             team_id=req.team_id,
             parent_pid=os.getpid(),
+            leash_slack=self._leash_slack,
         )
-        process = subprocess.Popen(
-            self._child_argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=child_environment(os.environ, {API_KEY_ENV: _key(push, self._api_key)}),
-            start_new_session=True,
-        )
+        leash_end, leash = os.pipe()
+        os.set_blocking(leash, False)  # a heartbeat never blocks the leash thread
+        child_request.leash_fd = leash_end
+        try:
+            process = subprocess.Popen(
+                self._child_argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=child_environment(os.environ, {API_KEY_ENV: _key(push, self._api_key)}),
+                start_new_session=True,
+                pass_fds=(leash_end,),
+            )
+        except BaseException:
+            os.close(leash)
+            raise
+        finally:
+            os.close(leash_end)  # the child holds its own copy
         with self._lock:
-            push.process = process
+            push.process, push.leash = process, leash
             if push.cancel_reason is not None:  # timed out or stopped before it started
                 _kill(process)
-        stdout, stderr = process.communicate(child_request.model_dump_json().encode())
+        try:
+            stdout, stderr = process.communicate(child_request.model_dump_json().encode())
+        finally:
+            with self._lock:
+                push.leash = None
+                os.close(leash)
         return self._interpret(push, process.returncode, stdout, stderr)
 
     def _interpret(self, push: _Push, returncode: int, stdout: bytes, stderr: bytes) -> PushOutcome:

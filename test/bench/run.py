@@ -17,49 +17,36 @@ writes from the driver's own watches. The simulator's rate limits are off (the c
 its own) and its promotions take the simulated time they take, scaled.
 Then the Kubernetes emulator's own figures (bench_kube.run()), unless --skip-kube.
 
-.venv/bin/python test/bench/run.py [--crs 1000] [--time-scale 0.05] [--changes 100] ...
+    make bench ARGS="[--crs 1000] [--time-scale 0.05] [--changes 100] [--skip-kube] ..."
+    PYTHONPATH=test .venv/bin/python test/bench/run.py [--crs 1000] ...
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import sys
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
+import bench_kube  # next to this script, whose folder Python puts on sys.path
 import yaml
+from stack import Stack, StackError
 
 from baseten_operator.api.constants import BASETENMODELS
 from baseten_operator.runtime.client import KubeClient
 from baseten_operator.runtime.informer import Informer
 from baseten_operator.runtime.logging import configure_logging
 from baseten_operator.runtime.resource import CRDS, EVENTS, NAMESPACES
-
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-
-from stack import REPO, Stack, StackError  # noqa: E402
+from testsupport.paths import REPO
 
 NAMESPACE = "bench"
 SOURCE, PREVIOUS, ENV = "bench-img-1.0", "bench-img-0.9", "production"
 WARMUP = "warmup"
 CRD_FILE = REPO / "config" / "crd" / "bases" / "models.baseten.com_basetenmodels.yaml"
 AUTOSCALING = {"min_replica": 1, "max_replica": 2}
-
-
-def load_sibling(name: str) -> ModuleType:
-    """A module next to this file (test/ is not a package)."""
-    spec = importlib.util.spec_from_file_location(name, HERE / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def percentile(values: list[float], q: float) -> float | None:
@@ -475,7 +462,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     if not args.skip_kube:
         print("\nKubernetes API emulator")
-        load_sibling("bench_kube").run()
+        bench_kube.run()
     return 0
 
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from e2e_harness import Stack
+
+from testsupport.e2e.harness import Stack
 
 pytestmark = pytest.mark.e2e
 

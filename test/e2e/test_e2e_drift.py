@@ -5,7 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from e2e_harness import Stack, wait_for
+
+from testsupport.e2e.harness import (
+    Stack,
+)
+from testsupport.polling import wait_for
 
 pytestmark = pytest.mark.e2e
 

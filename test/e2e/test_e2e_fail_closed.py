@@ -10,7 +10,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from e2e_harness import KubectlError, Stack, basetenmodel, wait_for
+
+from testsupport.e2e.harness import (
+    KubectlError,
+    Stack,
+    basetenmodel,
+)
+from testsupport.polling import wait_for
 
 pytestmark = pytest.mark.e2e
 

@@ -13,17 +13,18 @@ from urllib.parse import quote, quote_plus
 import pytest
 import requests
 import yaml
-from conftest import KeyStack
-from e2e_harness import (
+
+from testsupport.e2e.harness import (
     LEASE_NAME,
+    METRICS_READER,
     OPERATOR_NAMESPACE,
-    REPO,
     basetenmodel,
     served_certificate,
     service_account_token,
-    wait_for,
 )
-from test_e2e_metrics import METRICS_READER
+from testsupport.e2e.local import KeyStack
+from testsupport.paths import REPO
+from testsupport.polling import wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -114,7 +115,7 @@ def test_the_key_is_in_no_log_line_event_status_or_metric(
         "statuses": kubectl.run("get", "bm", "-A", "-o", "json").stdout,
         "metrics": scraped.text,
     }
-    assert '"level": "debug"' in seen["operator-a log"]  # the logs really are at debug
+    assert '"severity": "DEBUG"' in seen["operator-a log"]  # the logs really are at debug
     assert ECHOED in seen["statuses"] and "[redacted]" in seen["operator-a log"]
     assert "TrussPushFailed" in seen["events"]
     key = key_stack.cluster.api_key

@@ -7,12 +7,17 @@ from pathlib import Path
 
 import pytest
 import requests
-from e2e_harness import LEASE_NAME, Stack, served_certificate, service_account_token
 from prometheus_client.parser import text_string_to_metric_families
 
-pytestmark = pytest.mark.e2e
+from testsupport.e2e.harness import (
+    LEASE_NAME,
+    METRICS_READER,
+    Stack,
+    served_certificate,
+    service_account_token,
+)
 
-METRICS_READER = "baseten-operator-metrics-reader"  # config/rbac, with the install's prefix
+pytestmark = pytest.mark.e2e
 
 
 def scrape(url: str, token: str, ca: str) -> dict[str, list[tuple[dict[str, str], float]]]:

@@ -5,7 +5,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from e2e_harness import Stack, basetenmodel, wait_for
+
+from testsupport.e2e.harness import (
+    Stack,
+    basetenmodel,
+)
+from testsupport.polling import wait_for
 
 pytestmark = pytest.mark.e2e
 

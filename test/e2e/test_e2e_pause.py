@@ -6,7 +6,12 @@ import json
 from typing import Any
 
 import pytest
-from e2e_harness import Stack, status_of, wait_for
+
+from testsupport.e2e.harness import (
+    Stack,
+    status_of,
+)
+from testsupport.polling import wait_for
 
 pytestmark = pytest.mark.e2e
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from e2e_harness import Stack, basetenmodel, status_of
+
+from testsupport.e2e.harness import Stack, basetenmodel, status_of
 
 pytestmark = pytest.mark.e2e
 

@@ -8,14 +8,15 @@ from pathlib import Path
 
 import pytest
 import requests
-from e2e_harness import (
+
+from testsupport.e2e.harness import (
+    METRICS_READER,
     Stack,
     http_ok,
     served_certificate,
     service_account_token,
-    wait_for,
 )
-from test_e2e_metrics import METRICS_READER
+from testsupport.polling import wait_for
 
 pytestmark = pytest.mark.e2e
 

@@ -6,15 +6,16 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import KeyStack
-from e2e_harness import (
+
+from testsupport.e2e.harness import (
     OPERATOR_NAMESPACE,
     Stack,
     basetenmodel,
     status_of,
     unique_name,
-    wait_for,
 )
+from testsupport.e2e.local import KeyStack
+from testsupport.polling import wait_for
 
 pytestmark = pytest.mark.e2e
 

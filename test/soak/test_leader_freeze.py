@@ -15,11 +15,17 @@ import uuid
 from pathlib import Path
 
 import pytest
-from e2e_harness import TIME_SCALE, basetenmodel
-from polling import Timeout, wait_for
-from soak import ENV, NAMESPACE, serves, spec_of
-from soak_checks import WRITE_METHODS, Tracked, operator_kube_writes, writes_after_deposition
-from soak_stack import LEASE_DURATION, RENEW_DEADLINE, Stack
+
+from testsupport.e2e.harness import TIME_SCALE, basetenmodel
+from testsupport.polling import Timeout, wait_for
+from testsupport.soak.checks import (
+    WRITE_METHODS,
+    Tracked,
+    operator_kube_writes,
+    writes_after_deposition,
+)
+from testsupport.soak.run import ENV, NAMESPACE, serves, spec_of
+from testsupport.soak.stack import LEASE_DURATION, RENEW_DEADLINE, Stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
 

@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e_harness import Process
-from soak_checks import (
+
+from testsupport.e2e.harness import Process
+from testsupport.soak.checks import (
     Evidence,
     Tracked,
     check_deletions,
@@ -19,7 +20,7 @@ from soak_checks import (
     check_one_promote_per_source,
     writes_after_deposition,
 )
-from soak_stack import Replica
+from testsupport.soak.stack import Replica
 
 pytestmark = pytest.mark.soak
 
@@ -29,11 +30,9 @@ UA = "baseten-operator/dev ({})"
 def replica(tmp_path: Path, label: str, identity: str, led_at: float | None) -> Replica:
     """A replica known only by its log (the checks read nothing else of it)."""
     log = tmp_path / f"{label}.log"
-    records = [{"event": "manager started", "identity": identity, "timestamp": _stamp(0.0)}]
+    records = [{"msg": "manager started", "identity": identity, "ts": _stamp(0.0)}]
     if led_at is not None:
-        records.append(
-            {"event": "became leader", "identity": identity, "timestamp": _stamp(led_at)}
-        )
+        records.append({"msg": "became leader", "identity": identity, "ts": _stamp(led_at)})
     log.write_text("".join(json.dumps(r) + "\n" for r in records))
     done = subprocess.Popen(["true"])
     done.wait()
@@ -134,7 +133,7 @@ def test_deletions_respect_guardrails_and_retain() -> None:
 
 
 def test_tracebacks_are_counted_by_kind() -> None:
-    record = {"event": "reconcile failed", "exception": "Traceback (most recent call last):\n"
+    record = {"msg": "reconcile failed", "stacktrace": "Traceback (most recent call last):\n"
               "  ...\nValueError: boom"}  # fmt: skip
     logs = {
         "operator r1": json.dumps(record) + "\n" + json.dumps(record),

@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from soak import SHORT, run_soak
+
+from testsupport.soak.run import SHORT, run_soak
 
 pytestmark = [pytest.mark.soak, pytest.mark.timeout(120)]
 

@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from plan_world import PlanWorld
+from testsupport.plan_world import PlanWorld
 
 
 @pytest.fixture(scope="module")

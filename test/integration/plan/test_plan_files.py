@@ -11,9 +11,16 @@ from typing import Any
 
 import pytest
 import yaml
-from plan_world import PUSH_MUTATIONS, PlanWorld, expected_writes, made_writes, manifest, only_gets
 
 from baseten_operator.truss.naming import deployment_name
+from testsupport.plan_world import (
+    PUSH_MUTATIONS,
+    PlanWorld,
+    expected_writes,
+    made_writes,
+    manifest,
+    only_gets,
+)
 
 pytestmark = pytest.mark.integration
 

@@ -8,9 +8,9 @@ import uuid
 from typing import Any
 
 import pytest
-from plan_world import PlanWorld, expected_writes, made_writes, only_gets
 
 from baseten_operator.api.constants import BASETENMODELS
+from testsupport.plan_world import PlanWorld, expected_writes, made_writes, only_gets
 
 pytestmark = pytest.mark.integration
 
@@ -95,6 +95,92 @@ def test_autoscaling_drift(world: PlanWorld, namespace: str) -> None:
     (action,) = item["actions"]
     assert action["type"] == "update-environment"
     assert action["changes"] == [{"field": "maxReplicas", "old": 5, "new": 2}]
+
+
+def window(min_replica: int, max_replica: int) -> dict[str, Any]:
+    """A schedule window's settings as Baseten takes them: all eight, unset ones null."""
+    return {
+        "min_replica": min_replica,
+        "max_replica": max_replica,
+        "autoscaling_window": None,
+        "scale_down_delay": None,
+        "concurrency_target": None,
+        "target_utilization_percentage": None,
+        "target_in_flight_tokens": None,
+        "max_scale_down_rate": None,
+    }
+
+
+def test_schedule_drift(world: PlanWorld, namespace: str) -> None:
+    """The UI adds a schedule and moves the time zone of a collection the spec owns: one
+    update puts the autoscaling back and deletes the UI's schedule, in the same PATCH."""
+    model = f"{namespace}-m"
+    overnight = {
+        "name": "overnight",
+        "enabled": True,
+        "cadence": "DAILY",
+        "weekdays": ["MONDAY", "TUESDAY"],
+        "start_hour": 22,
+        "end_hour": 6,
+        "start_minute": 0,
+        "end_minute": 0,
+        "autoscaling_settings": window(0, 1),
+    }
+    model_id, _ = seeded_model(
+        world,
+        model,
+        "v1",
+        current="v1",
+        autoscaling_settings={"min_replica": 1, "max_replica": 2},
+        autoscaling_schedule_settings={"timezone": "UTC", "schedules": [overnight]},
+    )
+    desired = {
+        "name": "production",
+        "autoscaling": {"minReplicas": 1, "maxReplicas": 2},
+        "autoscalingSchedule": {
+            "timezone": "UTC",
+            "schedules": [
+                {
+                    "name": "overnight",
+                    "cadence": "DAILY",
+                    "weekdays": ["TUESDAY", "MONDAY"],
+                    "startHour": 22,
+                    "endHour": 6,
+                    "autoscaling": {"minReplicas": 0, "maxReplicas": 1},
+                }
+            ],
+        },
+    }
+    steady(world, namespace, "m", spec(model, "v1", environment=desired))
+    hourly = {
+        "name": "from-the-ui",
+        "enabled": True,
+        "cadence": "HOURLY",
+        "weekdays": ["SUNDAY"],
+        "start_minute": 0,
+        "end_minute": 30,
+        "autoscaling_settings": window(3, 4),
+    }
+    world.sim.ui_update_environment(
+        model_id,
+        "production",
+        autoscaling_settings={"max_replica": 5},
+        autoscaling_schedule_settings={"timezone": "Asia/Tokyo", "schedules": [hourly]},
+    )
+    item = plan_then_pass(world, namespace, "m", model_id)
+    (action,) = item["actions"]
+    assert action["type"] == "update-environment"
+    assert action["changes"] == [
+        {"field": "maxReplicas", "old": 5, "new": 2},
+        {"field": "scheduleTimezone", "old": "Asia/Tokyo", "new": "UTC"},
+    ]
+    assert action["schedules"] == [{"name": "from-the-ui", "change": "removed"}]
+    assert action["autoscalingScheduleSettings"]["timezone"] == "UTC"
+    assert len(action["autoscalingScheduleSettings"]["delete_schedules"]) == 1
+    assert [e["reason"] for e in item["events"]] == [
+        "AutoscalingUpdated",
+        "AutoscalingScheduleUpdated",
+    ]
 
 
 def test_promotion_settings_drift(world: PlanWorld, namespace: str) -> None:

@@ -18,7 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from wheels import REPO, WHEEL_SOURCES, build_wheel, copy_sources, no_bytecode
+
+from testsupport.paths import REPO
+from testsupport.wheels import WHEEL_SOURCES, build_wheel, copy_sources, no_bytecode
 
 # What belongs to this environment's install of the project, not to its dependencies.
 PROJECT_ENTRIES = ("baseten_operator", "__editable__")

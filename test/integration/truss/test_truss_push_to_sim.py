@@ -5,7 +5,6 @@ from __future__ import annotations
 import copy
 import queue
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,11 +15,12 @@ from baseten_operator.sim.baseten import BasetenSimulator
 from baseten_operator.truss.config import render_config_yaml
 from baseten_operator.truss.naming import config_hash, deployment_name
 from baseten_operator.truss.pusher import PushOutcome, PushRequest, TrussPusher
+from testsupport.paths import REPO
 
 pytestmark = pytest.mark.integration
 
 API_KEY = "sim-api-key"
-SAMPLES = Path(__file__).parents[3] / "config" / "samples"
+SAMPLES = REPO / "config" / "samples"
 
 
 def shipped_sample() -> tuple[str, dict[str, Any], str]:

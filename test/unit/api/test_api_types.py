@@ -240,12 +240,13 @@ def test_resource_names() -> None:
 def test_event_types_follow_section_10() -> None:
     normal = {
         "EnvironmentCreated", "AutoscalingUpdated", "PromotionSettingsUpdated",
-        "DeploymentPromoted", "DeploymentActive", "DeploymentReactivated", "TrussPushStarted",
+        "AutoscalingScheduleUpdated", "DeploymentPromoted", "DeploymentActive",
+        "DeploymentReactivated", "TrussPushStarted",
         "TrussPushCompleted", "ReconciliationPaused", "OrphanDeploymentsScaledIn",
         "OrphanDeploymentsDeleted", "DeploymentRetried", "ModelDeleted",
     }  # fmt: skip
     assert {r.value for r in EventReason if event_type(r) == "Normal"} == normal
-    # 14 of section 10, and issue 12's tenancy warnings.
+    # 14 of section 10, issue 12's tenancy warnings and issue 15's schedule failures.
     warnings = {r.value for r in EventReason if event_type(r) == "Warning"}
-    assert len(warnings) == 16
-    assert {"EnvironmentConflict", "PolicyViolation"} <= warnings
+    assert len(warnings) == 17
+    assert {"EnvironmentConflict", "PolicyViolation", "AutoscalingScheduleUpdateFailed"} <= warnings

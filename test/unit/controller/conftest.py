@@ -26,6 +26,8 @@ from baseten_operator.baseten.models import (
     AutoscalingSettingsV1,
     DeploymentV1,
     EnvironmentV1,
+    InProgressPromotionV1,
+    InstanceTypeV1,
     ModelV1,
     PromotionSettingsV1,
     RetryResult,
@@ -122,7 +124,12 @@ class FakeBaseten:
         candidate: DeploymentV1 | None = None,
         autoscaling: dict[str, Any] | None = None,
         promotion: dict[str, Any] | None = None,
+        schedules: dict[str, Any] | None = None,
+        in_progress: dict[str, Any] | None = None,
+        instance_type: str | None = None,
     ) -> EnvironmentV1:
+        """`schedules`: the raw `autoscaling_schedules` (EnvironmentAutoscalingSchedulesV1);
+        `in_progress`: the `in_progress_promotion` (InProgressPromotionV1)."""
         env = EnvironmentV1(
             name=name,
             model_id=model_id,
@@ -130,6 +137,11 @@ class FakeBaseten:
             candidate_deployment=candidate,
             autoscaling_settings=AutoscalingSettingsV1(**autoscaling) if autoscaling else None,
             promotion_settings=PromotionSettingsV1(**promotion) if promotion else None,
+            autoscaling_schedules=schedules,
+            in_progress_promotion=InProgressPromotionV1(**in_progress) if in_progress else None,
+            instance_type=(
+                InstanceTypeV1(id=instance_type, name=instance_type) if instance_type else None
+            ),
         )
         self.environments[(model_id, name)] = env
         return env
@@ -243,9 +255,15 @@ class FakeBaseten:
         env_name: str,
         autoscaling_settings: Mapping[str, Any] | None,
         promotion_settings: Mapping[str, Any] | None,
+        autoscaling_schedule_settings: Mapping[str, Any] | None = None,
     ) -> None:
         self._enter(
-            "update_environment", model_id, env_name, autoscaling_settings, promotion_settings
+            "update_environment",
+            model_id,
+            env_name,
+            autoscaling_settings,
+            promotion_settings,
+            autoscaling_schedule_settings,
         )
         self._model(model_id)
 
@@ -604,13 +622,16 @@ class Harness:
         replicas: int = 3,
         autoscaling: dict[str, Any] | None = None,
         name: str = "src",
+        schedules: dict[str, Any] | None = None,
     ) -> DeploymentV1:
         self.baseten.add_model()
         current = self.baseten.add_deployment(
             name=name, status=status, active_replica_count=replicas, environment="production"
         )
         self.baseten.add_environment(
-            current=current, autoscaling=autoscaling or {"min_replica": 1, "max_replica": 5}
+            current=current,
+            autoscaling=autoscaling or {"min_replica": 1, "max_replica": 5},
+            schedules=schedules,
         )
         return current
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from baseten_operator.api.types import to_wire
 from baseten_operator.controller.status import parse_status
 
 TRUSS: dict[str, Any] = {
@@ -54,3 +55,26 @@ def test_foreign_status_field_does_not_lift_the_recreation_guard(h) -> None:
         'Baseten model "my-llm" missing; deletionPolicy: Delete blocks recreation'
     )
     assert h.status()["modelIDResolvedTime"] == "2025-12-01T00:00:00Z"
+
+
+def test_every_field_of_a_go_operator_status_survives_a_round_trip() -> None:
+    """A status the Go operator wrote (its newest fields included) is read whole and
+    written back unchanged, so a migration keeps its push backoff (issue 15 item 4)."""
+    go_status = {
+        "modelID": "m1",
+        "modelIDResolvedTime": "2026-01-01T00:00:00Z",
+        "sourceDeploymentID": "d1",
+        "sourceDeploymentName": "depl-vllm-0.16.0-1a2b3c4d",
+        "activeDeploymentName": "depl-vllm-0.15.0-00000000",
+        "activeReplicaCount": 2,
+        "deploymentStatus": "FAILED",
+        "message": "truss push failed",
+        "trussConfigHash": "1a2b3c4d",
+        "trussPushStatus": "TRUSS_PUSH_FAILED",
+        "trussPushFailureCount": 3,
+        "trussPushLastError": "e" * 512 + "...",
+        "trussPushNextRetryTime": "2026-01-01T00:08:00Z",
+        "lastCleanupTime": "2026-01-01T00:00:00Z",
+        "observedGeneration": 4,
+    }
+    assert to_wire(parse_status(go_status)) == go_status

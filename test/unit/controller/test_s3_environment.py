@@ -77,7 +77,7 @@ def test_single_autoscaling_drift(h) -> None:
     result = h.run()
     assert result.requeue_after == 10
     assert h.baseten.called("update_environment") == [
-        ("m1", "production", {"min_replica": 2, "max_replica": 5}, None)
+        ("m1", "production", {"min_replica": 2, "max_replica": 5}, None, None)
     ]
     assert h.event("AutoscalingUpdated") == ("Normal", "updating autoscaling: minReplicas 1→2")
     assert h.word() == "PENDING"
@@ -99,6 +99,7 @@ def test_both_groups_drift_in_one_patch(h) -> None:
             "production",
             {"min_replica": 2, "max_replica": 6},
             {"rolling_deploy": True},
+            None,
         )
     ]
     assert h.event("AutoscalingUpdated") == ("Normal", "updating autoscaling: 2 changes")

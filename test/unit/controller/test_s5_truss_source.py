@@ -166,10 +166,13 @@ def test_push_failure_backs_off(t) -> None:
     t.pusher.finish(KEY, NAME, error="build rejected")
     assert t.run().requeue_after == 120
     assert t.word() == "FAILED"
-    assert t.message() == f"truss push failed for {NAME}: build rejected"
+    assert t.message() == (
+        f"truss push failed for {NAME} (attempt 1): build rejected; "
+        "next retry at 2026-01-01T00:02:00Z"
+    )
     assert t.event("TrussPushFailed") == (
         "Warning",
-        f"Truss push for '{NAME}' failed: build rejected",
+        f"Truss push for '{NAME}' failed (attempt 1), retrying in 2m0s: build rejected",
     )
     t.clock.advance(60)
     assert t.run().requeue_after == 60

@@ -43,6 +43,87 @@ def test_drift_reported_desired_first(o) -> None:
     )
 
 
+OVERNIGHT = {
+    "name": "overnight",
+    "cadence": "DAILY",
+    "weekdays": ["MONDAY"],
+    "startHour": 22,
+    "endHour": 6,
+    "autoscaling": {"minReplicas": 0, "maxReplicas": 2},
+}
+
+
+def schedules(*items: dict, applied: str | None = None, timezone: str = "UTC") -> dict:
+    return {
+        "timezone": timezone,
+        "schedules": list(items),
+        "applied_state": {
+            "schedule_id": applied,
+            "autoscaling_settings": {"min_replica": 0, "max_replica": 2},
+        },
+    }
+
+
+def test_schedule_drift_joins_the_drift_report(o) -> None:
+    o.steady_world(autoscaling={"min_replica": 5, "max_replica": 5}, schedules=schedules())
+    o.create(
+        observe_spec(
+            autoscaling={"minReplicas": 2},
+            autoscalingSchedule={"timezone": "Europe/Berlin", "schedules": [OVERNIGHT]},
+        )
+    )
+    o.run()
+    assert o.word() == "ACTIVE"
+    assert o.message() == (
+        "active: src (3 replicas, min:5 max:5) in production environment | drift: minReplicas "
+        "2→5, scheduleTimezone Europe/Berlin→UTC, schedule overnight added; awaiting "
+        "reconciliation"
+    )
+
+
+def test_a_window_of_the_spec_holds_the_baseline_in_observe_too(o) -> None:
+    window = {
+        "id": "s-1",
+        "name": "overnight",
+        "enabled": True,
+        "cadence": "DAILY",
+        "weekdays": ["MONDAY"],
+        "start_hour": 22,
+        "end_hour": 6,
+        "start_minute": 0,
+        "end_minute": 0,
+        "autoscaling_settings": {"min_replica": 0, "max_replica": 2},
+    }
+    o.steady_world(schedules=schedules(window, applied="s-1"))
+    o.create(
+        observe_spec(autoscaling={"minReplicas": 4}, autoscalingSchedule={"schedules": [OVERNIGHT]})
+    )
+    o.run()
+    assert o.message() == (
+        "active: src (3 replicas, min:0 max:2, schedule: overnight) in production environment"
+    )
+
+
+def test_a_managed_collection_that_does_not_decode_is_reported_unreadable(o) -> None:
+    unreadable = {"schedules": [{"id": "s-1", "cadence": "WEEKLY"}], "applied_state": None}
+    o.steady_world(autoscaling={"min_replica": 5, "max_replica": 5}, schedules=unreadable)
+    o.create(
+        observe_spec(
+            autoscaling={"minReplicas": 2},
+            promotionSettings={"rollingDeploy": True},
+            autoscalingSchedule={"schedules": [OVERNIGHT]},
+        )
+    )
+    o.run()
+    assert o.word() == "ACTIVE"
+    # Whether a window holds the baseline is unknown: its drift is not claimed either.
+    assert o.message() == (
+        "active: src (3 replicas, min:5 max:5) in production environment | drift: "
+        "rollingDeploy true→false, autoscaling schedules unreadable; awaiting reconciliation"
+    )
+    assert o.events == []
+
+
 def test_failing_current_awaits_reconciliation(o) -> None:
     o.steady_world(status="DEPLOY_FAILED")
     o.create(observe_spec())

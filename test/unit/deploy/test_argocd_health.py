@@ -1,14 +1,15 @@
 """The Argo CD health check of deploy/argocd, run in a real Lua interpreter."""
 
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from lupa import LuaRuntime
 
+from testsupport.paths import REPO
+
 HEALTH_KEY = "resource.customizations.health.models.baseten.com_BasetenModel"
-PATCH = Path(__file__).parents[3] / "deploy" / "argocd" / "argocd-cm-health.yaml"
+PATCH = REPO / "deploy" / "argocd" / "argocd-cm-health.yaml"
 
 
 def argo_health(obj: dict[str, Any]) -> tuple[str, str]:

@@ -3,14 +3,13 @@ line, run by a ServiceAccount granted exactly the reads a plan makes."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import yaml
 
 from baseten_operator.cli import build_parser
+from testsupport.paths import REPO
 
-REPO = Path(__file__).parents[3]
 HOOK = REPO / "deploy" / "argocd" / "plan-presync-hook.yaml"
 OPERATOR_NAMESPACE = "baseten-operator-system"
 

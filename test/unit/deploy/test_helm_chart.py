@@ -19,7 +19,8 @@ import helm_python as helm
 import pytest
 import yaml
 
-REPO = Path(__file__).resolve().parents[3]
+from testsupport.paths import REPO
+
 CHART = REPO / "deploy" / "charts" / "baseten-operator"
 RELEASE = "baseten-operator"
 NAMESPACE = "baseten-operator-system"

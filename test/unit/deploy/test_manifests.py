@@ -22,8 +22,8 @@ from baseten_operator.runtime.resource import (
     Resource,
 )
 from baseten_operator.sim.kube import KubeApiServer
+from testsupport.paths import REPO
 
-REPO = Path(__file__).resolve().parents[3]
 INSTALL = REPO / "deploy" / "install.yaml"
 KUBECTL = "/usr/bin/kubectl"
 PACKAGE = REPO / "baseten_operator"

@@ -3,7 +3,6 @@
 import json
 import re
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 import yaml
@@ -11,8 +10,9 @@ import yaml
 # The operator's entry point imports every module that defines a collector.
 import baseten_operator.main  # noqa: F401
 from baseten_operator.runtime.metrics import REGISTRY
+from testsupport.paths import REPO
 
-MONITORING = Path(__file__).parents[3] / "deploy" / "monitoring"
+MONITORING = REPO / "deploy" / "monitoring"
 METRIC_PREFIXES = ("controller_runtime_", "workqueue_", "leader_election_", "baseten_")
 METRIC_TOKEN = re.compile(r"\b(?:{})[a-z0-9_]+".format("|".join(METRIC_PREFIXES)))
 SUFFIXES = {

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from baseten_operator.sandbox.command import DEFAULT_SAMPLES
+from testsupport.paths import REPO
 
-REPO = Path(__file__).resolve().parents[3]
 SAMPLES = REPO / "config" / "samples"
 
 

@@ -13,8 +13,8 @@ import pytest
 import yaml
 
 from baseten_operator.runtime.delegatedauth import SUBJECT_ACCESS_REVIEWS, TOKEN_REVIEWS
+from testsupport.paths import REPO
 
-REPO = Path(__file__).resolve().parents[3]
 INSTALL = REPO / "deploy" / "install.yaml"
 KUBECTL = "/usr/bin/kubectl"
 NAMESPACE = "baseten-operator-system"

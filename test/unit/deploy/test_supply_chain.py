@@ -14,14 +14,16 @@ import sysconfig
 import tomllib
 import zipfile
 from dataclasses import dataclass, field
+from importlib import metadata
 from pathlib import Path
 
 import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
-from wheels import build_wheel, copy_sources
 
-REPO = Path(__file__).resolve().parents[3]
+from testsupport.paths import REPO
+from testsupport.wheels import build_wheel, copy_sources
+
 DOCKERIGNORE = REPO / ".dockerignore"
 LOCK = REPO / "requirements.lock"
 BUILD_LOCK = REPO / "requirements-build.lock"
@@ -72,6 +74,34 @@ def test_the_lock_has_no_direct_dependency_pyproject_dropped() -> None:
     direct = {name for name, entry in parse_lock(LOCK).items() if FROM_PYPROJECT in entry.via}
     declared = {canonicalize_name(r.name) for r in runtime_requirements()}
     assert direct == declared, "requirements.lock is stale: `make lock`"
+
+
+def test_the_lock_is_closed_under_what_each_locked_package_requires() -> None:
+    """Each pinned package's own requirements are pinned too, within their ranges: a changed
+    transitive closure fails here, not in a Docker build. Read from the installed packages'
+    metadata (this environment installs the same versions, but for the few a dev tool pins
+    differently, which are skipped: their requirements are not the locked version's)."""
+    locked = parse_lock(LOCK)
+    problems, read = [], 0
+    for name, entry in locked.items():
+        try:
+            installed = metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            continue
+        if installed.version != entry.version:
+            continue
+        read += 1
+        for text in installed.requires or []:
+            requirement = Requirement(text)
+            if requirement.marker and not requirement.marker.evaluate({"extra": ""}):
+                continue  # an optional extra, or another platform's
+            pinned = locked.get(canonicalize_name(requirement.name))
+            if pinned is None:
+                problems.append(f"{name} requires {requirement}: not in requirements.lock")
+            elif not requirement.specifier.contains(pinned.version, prereleases=True):
+                problems.append(f"{name} requires {requirement}: locked {pinned.version}")
+    assert read > len(locked) * 0.9, "too few locked packages installed to check the closure"
+    assert problems == [], "requirements.lock is stale: `make lock`"
 
 
 @pytest.mark.parametrize("lock", [LOCK, BUILD_LOCK], ids=lambda p: p.name)

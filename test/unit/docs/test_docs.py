@@ -21,8 +21,8 @@ import pytest
 import baseten_operator
 from baseten_operator.api.constants import EventReason, event_type
 from baseten_operator.runtime.metrics import REGISTRY
+from testsupport.paths import REPO
 
-REPO = Path(__file__).resolve().parents[3]
 MESSAGES = REPO / "baseten_operator" / "controller" / "messages.py"
 CONTRACT = REPO / "docs" / "contract.md"
 METRICS_DOC = REPO / "docs" / "metrics.md"
@@ -187,3 +187,93 @@ def test_every_package_says_what_it_is_and_exports_what_exists(package: str) -> 
         assert hasattr(module, name) or importlib.util.find_spec(
             f"{package}.{name}"
         ), f"{package}.__all__ names {name!r}, which does not exist"
+
+
+# A cited test: `test/...py`, optionally `::test_name`; a bare `::test_name` continues the
+# file cited before it in the same table cell.
+_TEST_CITATION = re.compile(r"^(test/[\w/.-]+\.py)?(?:::(test_\w+))?$")
+
+
+def cited_tests() -> list[tuple[str, str, str | None]]:
+    """(document, test file, test function or None) of every test cited in README and docs/."""
+    cited = []
+    for document in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]:
+        for line in document.read_text().splitlines():
+            current: str | None = None
+            for span in code_spans(line):
+                match = _TEST_CITATION.match(span)
+                if match is None or not (match[1] or match[2]):
+                    continue
+                current = match[1] or current
+                if current is not None:
+                    cited.append((document.name, current, match[2]))
+    return cited
+
+
+def test_the_extraction_sees_the_cited_tests() -> None:
+    assert len(cited_tests()) > 20
+
+
+def test_every_cited_test_exists() -> None:
+    missing = []
+    for document, path, function in cited_tests():
+        source = REPO / path
+        if not source.is_file():
+            missing.append(f"{document}: {path}")
+        elif function and f"def {function}(" not in source.read_text():
+            missing.append(f"{document}: {path}::{function}")
+    assert missing == []
+
+
+# --------------------------------------------------------------------- the README's tables
+
+
+def readme_section(heading: str) -> str:
+    """The README text from `heading` to the next heading of the same or a higher level."""
+    text = (REPO / "README.md").read_text()
+    level = heading.split(" ")[0]
+    start = text.index(f"\n{heading}\n")
+    following = re.search(rf"\n#{{1,{len(level)}}} ", text[start + len(heading) + 2 :])
+    end = start + len(heading) + 2 + following.start() if following else len(text)
+    return text[start:end]
+
+
+def test_the_status_table_names_every_status_field_and_word() -> None:
+    from baseten_operator.api import constants
+    from baseten_operator.api.types import BasetenModelStatus
+
+    table = " ".join(code_spans(readme_section("### status")))
+    fields = {info.alias or name for name, info in BasetenModelStatus.model_fields.items()}
+    assert sorted(f for f in fields if f not in table) == []
+    own_words = [
+        getattr(constants, word)
+        for word in ("PROMOTING", "PROMOTING_DEPLOYMENT", "PENDING", "PAUSED", "DELETING",
+                     "DELETE_FAILED", "DELETE_BLOCKED", "ACTIVATING", "CONFLICT")
+    ]  # fmt: skip
+    assert [word for word in own_words if f"`{word}`" not in readme_section("### status")] == []
+
+
+def test_the_spec_table_names_every_spec_field() -> None:
+    from baseten_operator.api.types import BasetenModelSpec, EnvironmentSpec
+
+    table = readme_section("### spec")
+    fields = [info.alias or name for name, info in BasetenModelSpec.model_fields.items()]
+    fields += [
+        f"environment.{info.alias or name}" for name, info in EnvironmentSpec.model_fields.items()
+    ]
+    assert [field for field in fields if f"`{field}" not in table] == []
+
+
+def test_the_events_table_names_every_reason() -> None:
+    table = readme_section("## Events")
+    assert [str(r) for r in EventReason if f"`{r}`" not in table] == []
+
+
+def test_the_flags_table_names_every_flag_of_run() -> None:
+    from baseten_operator.cli import build_parser
+
+    commands = build_parser()._subparsers._group_actions[0]  # type: ignore[union-attr]
+    run = commands.choices["run"]  # type: ignore[attr-defined]
+    flags = {option for action in run._actions for option in action.option_strings}
+    table = readme_section("## Configuration")
+    assert sorted(f for f in flags - {"-h", "--help"} if f"`{f}`" not in table) == []

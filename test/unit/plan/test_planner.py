@@ -22,6 +22,7 @@ from baseten_operator.plan.actions import (
     Push,
     Retry,
     ScaleInOrphan,
+    ScheduleChange,
     SettingChange,
     UpdateEnvironment,
 )
@@ -31,6 +32,7 @@ from baseten_operator.plan.planner import ModelPlan, Planner
 from baseten_operator.plan.render import SCHEMA_PATH, to_json, to_table
 from baseten_operator.plan.world import RecordedEvent, RecordingBaseten
 from baseten_operator.runtime.clock import FakeClock, format_rfc3339
+from baseten_operator.truss.naming import deployment_name
 
 
 class Baseten:
@@ -133,6 +135,46 @@ def test_a_retry_backing_off_waits_and_a_due_one_retries() -> None:
     assert due.actions == [Retry("v2", "d2")]
 
 
+def test_a_push_backing_off_waits_and_a_due_one_pushes() -> None:
+    clock = FakeClock()
+    truss = {
+        "resources": {"accelerator": "L4"},
+        "baseImage": {"image": "registry.example.com/vllm:0.16.0"},
+        "dockerServer": {
+            "startCommand": "serve",
+            "readinessEndpoint": "/health",
+            "livenessEndpoint": "/health",
+            "predictEndpoint": "/predict",
+            "serverPort": 8000,
+        },
+    }
+    name = deployment_name(truss, "")
+
+    def failed_push(next_retry: float) -> dict[str, Any]:
+        obj = cr(
+            modelID="m1",
+            sourceDeploymentName=name,
+            trussPushStatus="TRUSS_PUSH_FAILED",
+            trussPushFailureCount=2,
+            trussPushLastError="truss push failed: quota",
+            trussPushNextRetryTime=format_rfc3339(next_retry),
+        )
+        del obj["spec"]["sourceDeploymentName"]
+        obj["spec"]["trussConfig"] = truss
+        return obj
+
+    later = clock.now() + 600
+    waiting = plan(failed_push(later))
+    assert waiting.actions == [] and waiting.blockers == []
+    assert waiting.notes == [f"waiting: next retry at {format_rfc3339(later)}"]
+    assert waiting.status["message"] == (
+        f"truss push failed for {name} (attempt 2): truss push failed: quota; "
+        f"next retry at {format_rfc3339(later)}"
+    )
+    due = plan(failed_push(clock.now() - 1))
+    assert due.actions == [Push(name, "llama", False)]
+
+
 def test_a_stopped_build_is_a_blocker() -> None:
     result = plan(cr(), Baseten(v2_status="BUILD_STOPPED"))
     assert result.actions == []
@@ -152,6 +194,53 @@ def test_destroy_with_guardrails_blocked_by_a_serving_environment() -> None:
     assert result.actions == []
     assert result.status["deploymentStatus"] == "DELETE_BLOCKED"
     assert result.blockers == [result.status["message"]]
+
+
+def test_schedule_drift_is_planned_as_the_one_update_the_pass_would_send() -> None:
+    class Scheduled(Baseten):
+        def get_environment(self, model_id: str, env_name: str) -> EnvironmentV1:
+            return EnvironmentV1(
+                name=env_name,
+                current_deployment=self.v1,
+                autoscaling_settings={"min_replica": 1},
+                autoscaling_schedules={
+                    "timezone": "UTC",
+                    "schedules": [
+                        {
+                            "id": "s-9",
+                            "name": "from-the-ui",
+                            "cadence": "HOURLY",
+                            "weekdays": ["MONDAY"],
+                            "start_minute": 0,
+                            "end_minute": 30,
+                        }
+                    ],
+                    "applied_state": None,
+                },
+            )
+
+    obj = cr(source="v1")
+    obj["spec"]["environment"] |= {
+        "autoscaling": {"minReplicas": 2},
+        "autoscalingSchedule": {"timezone": "Europe/Berlin"},
+    }
+    result = plan(obj, Scheduled())
+    (update,) = result.actions
+    assert update == UpdateEnvironment(
+        "production",
+        [
+            SettingChange("minReplicas", 1, 2),
+            SettingChange("scheduleTimezone", "UTC", "Europe/Berlin"),
+        ],
+        {"min_replica": 2},
+        None,
+        schedules=[ScheduleChange("from-the-ui", "removed")],
+        autoscaling_schedule_settings={"timezone": "Europe/Berlin", "delete_schedules": ["s-9"]},
+    )
+    assert update.describe() == (
+        "update environment production: minReplicas 1→2, scheduleTimezone UTC→Europe/Berlin, "
+        "schedule from-the-ui removed"
+    )
 
 
 def test_exit_codes() -> None:
@@ -174,7 +263,15 @@ def test_the_json_of_every_action_type_validates_against_the_shipped_schema() ->
         actions=[
             CreateEnvironment("production", {"min_replica": 1}, None),
             UpdateEnvironment(
-                "production", [SettingChange("minReplicas", 1, 2)], {"min_replica": 2}, None
+                "production",
+                [
+                    SettingChange("minReplicas", 1, 2),
+                    SettingChange("scheduleTimezone", None, "UTC"),
+                ],
+                {"min_replica": 2},
+                None,
+                schedules=[ScheduleChange("overnight", "added")],
+                autoscaling_schedule_settings={"timezone": "UTC", "schedules": []},
             ),
             Push("depl-x-1234abcd", "llama", True),
             Promote("production", None, "v2", "d2", True, True),
@@ -209,7 +306,10 @@ def test_the_json_of_every_action_type_validates_against_the_shipped_schema() ->
         "delete-model",
     ]
     table = to_table([every])
-    assert "  2. update environment production: minReplicas 1→2" in table
+    assert (
+        "  2. update environment production: minReplicas 1→2, scheduleTimezone →UTC, "
+        "schedule overnight added"
+    ) in table
     assert "  4. promote in production: (none) → v2" in table
     assert "    old: scale in (minReplicas 1→0); delete: stale" in table
     assert table.endswith("Plan: 10 actions on 1 of 1 BasetenModels, 1 blocked.\n")

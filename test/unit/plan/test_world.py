@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 import urllib3
-from http_mock import HttpMock
 
 from baseten_operator.baseten.client import BasetenClient
 from baseten_operator.baseten.errors import AmbiguousModelName, BasetenAPIError, RateLimited
@@ -30,6 +29,7 @@ from baseten_operator.plan.world import (
     WriteRefused,
     read_only_connections,
 )
+from testsupport.http_mock import HttpMock
 
 # Nothing listens here: a request that left the process would fail to connect.
 CLOSED = "http://127.0.0.1:9/v1"
@@ -177,6 +177,7 @@ def test_every_write_is_recorded_with_names_from_the_reads() -> None:
     baseten.delete_deployment("m1", "d2")
     assert baseten.create_environment("m1", "stg", {"min_replica": 1}, None).name == "stg"
     baseten.update_environment("m1", "prod", None, {"redeploy_on_promotion": True})
+    baseten.update_environment("m1", "prod", None, None, {"delete_schedules": ["s-1"]})
     promoted = baseten.promote(
         "m1", "prod", "d2", scale_down_previous_deployment=False, preserve_env_instance_type=True
     )
@@ -191,6 +192,9 @@ def test_every_write_is_recorded_with_names_from_the_reads() -> None:
         DeleteOrphan("v2", "d2"),
         CreateEnvironment("stg", {"min_replica": 1}, None),
         UpdateEnvironment("prod", [], None, {"redeploy_on_promotion": True}),
+        UpdateEnvironment(
+            "prod", [], None, None, autoscaling_schedule_settings={"delete_schedules": ["s-1"]}
+        ),
         Promote("prod", "v1", "v2", "d2", False, True),
         DeleteModel("llama", "m1", "", ""),
     ]

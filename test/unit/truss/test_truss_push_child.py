@@ -6,11 +6,17 @@ import json
 import os
 import subprocess
 import sys
+import threading
 
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from baseten_operator.truss.push_child import API_KEY_ENV, describe_exception, short_error
+from baseten_operator.truss.push_child import (
+    API_KEY_ENV,
+    describe_exception,
+    hold_leash,
+    short_error,
+)
 
 
 def run_child(stdin: str, api_key: str = "sk-secret") -> tuple[int, dict[str, object], str]:
@@ -80,3 +86,36 @@ def test_child_refuses_unsafe_names_before_pushing(
     code, result, _ = run_child(json.dumps(request))
     assert code == 1
     assert str(result["error"]).startswith(error)
+
+
+def _leash() -> tuple[int, int]:
+    read_end, write_end = os.pipe()
+    return read_end, write_end
+
+
+def test_a_leash_that_goes_silent_lets_the_push_go() -> None:
+    read_end, write_end = _leash()
+    loose = threading.Event()
+    holder = threading.Thread(target=hold_leash, args=(read_end, 0.2, loose.set), daemon=True)
+    holder.start()
+    try:
+        for _ in range(3):  # heartbeats keep it held
+            os.write(write_end, b".")
+            assert not loose.wait(0.05)
+        assert loose.wait(5.0)  # then silence
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+
+
+def test_a_leash_whose_every_writer_is_gone_lets_the_push_go_at_once() -> None:
+    read_end, write_end = _leash()
+    loose = threading.Event()
+    # A slack no test would wait out: only the closed pipe can end the hold.
+    holder = threading.Thread(target=hold_leash, args=(read_end, 3600.0, loose.set), daemon=True)
+    holder.start()
+    os.close(write_end)  # the operator process died
+    try:
+        assert loose.wait(5.0)
+    finally:
+        os.close(read_end)

@@ -16,6 +16,7 @@ import pytest
 
 from baseten_operator.runtime import metrics
 from baseten_operator.runtime.clock import FakeClock
+from baseten_operator.runtime.fence import WriteFence
 from baseten_operator.truss.pusher import PushOutcome, PushRequest, TrussPusher
 
 API_KEY = "sk-test-0123456789"
@@ -51,6 +52,16 @@ elif mode == "echo":
     echoed = base64.b64encode(key.encode()).decode() + " " + urllib.parse.quote(key, safe="")
     print(json.dumps({"succeeded": False, "error": "bad request echoing " + echoed}))
     sys.exit(1)
+elif mode == "leash":
+    # Records each heartbeat; gives up, as push_child does, after leash_slack of silence.
+    import select
+    while True:
+        ready, _, _ = select.select([req["leash_fd"]], [], [], req["leash_slack"])
+        if not ready:
+            print(json.dumps({"succeeded": False, "error": "no heartbeat"}))
+            sys.exit(3)
+        with open(req["setup_script"], "a") as f:
+            f.write(os.read(req["leash_fd"], 64).decode())
 elif mode == "gate":
     while not os.path.exists(req["setup_script"]):
         time.sleep(0.01)
@@ -334,3 +345,18 @@ def test_stop_says_when_a_supervisor_outlived_its_timeout() -> None:
     assert pusher.stop(0.05) is False
     release.set()
     assert pusher.stop(10) is True
+
+
+def test_children_hear_a_heartbeat_only_while_the_replica_provably_leads(tmp_path: Path) -> None:
+    refusal: list[str | None] = [None]
+    fence = WriteFence(lambda: refusal[0], clock=FakeClock())
+    harness = Harness(fence=fence, leash_interval=0.02, leash_slack=0.5)
+    beats = tmp_path / "beats"
+    try:
+        assert harness.pusher.launch(request("ns/a", "leash", path=beats))
+        wait_for(lambda: beats.exists() and beats.read_text().count(".") >= 3)
+        refusal[0] = "the lease is held by replica-b"  # deposed, or frozen past its deadline
+        outcome = harness.next_outcome()
+        assert (outcome.succeeded, outcome.error) == (False, "no heartbeat")
+    finally:
+        harness.pusher.stop(10)

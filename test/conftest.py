@@ -1,6 +1,0 @@
-"""Puts test/support (helpers shared by several test folders) on sys.path."""
-
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).parent / "support"))

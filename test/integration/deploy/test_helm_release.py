@@ -1,0 +1,204 @@
+"""The chart installed with the real Helm SDK into the Kubernetes emulator, checked with kubectl.
+
+Helm keeps its release history in Secrets (its default storage driver), written as protobuf,
+which the emulator reads. One emulator serves the module; each test uninstalls what it installed.
+"""
+
+from __future__ import annotations
+
+import base64
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import helm_python as helm
+import pytest
+
+from baseten_operator.sim.kube import KubeApiServer
+from testsupport.e2e.harness import Kubectl, Process, free_port, http_ok
+from testsupport.paths import REPO
+from testsupport.polling import wait_for
+
+CHART = REPO / "deploy" / "charts" / "baseten-operator"
+NAMESPACE = "baseten-operator-system"
+CRD = "basetenmodels.models.baseten.com"
+LEASE = "020848ba.baseten.com"
+pytestmark = pytest.mark.integration
+
+
+@dataclass(frozen=True)
+class Cluster:
+    kubeconfig: str
+    kubectl: Kubectl
+    helm: helm.Config
+    chart: helm.Chart
+
+    def names(self, kind: str, namespace: str | None = None) -> set[str]:
+        scope = ["-n", namespace] if namespace else []
+        return {o["metadata"]["name"] for o in self.kubectl.json("get", kind, *scope)["items"]}
+
+    def release_secrets(self, release: str) -> dict[str, str]:
+        """Helm's release Secrets: name -> status label."""
+        listing = self.kubectl.json(
+            "get", "secrets", "-n", NAMESPACE, "-l", f"owner=helm,name={release}"
+        )
+        return {o["metadata"]["name"]: o["metadata"]["labels"]["status"] for o in listing["items"]}
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    server = KubeApiServer()
+    server.start()
+    kubeconfig = str(server.write_kubeconfig(tmp_path_factory.mktemp("helm") / "kubeconfig"))
+    config = helm.Config(kubeconfig_path=kubeconfig, namespace=NAMESPACE, storage_driver="secret")
+    chart = helm.Chart.load(CHART)
+    try:
+        yield Cluster(kubeconfig, Kubectl(kubeconfig), config, chart)
+    finally:
+        chart.close()
+        config.close()
+        server.stop()
+
+
+def deployment(cluster: Cluster, release: str) -> dict[str, Any]:
+    result: dict[str, Any] = cluster.kubectl.json(
+        "get", "deployment", f"{release}-controller-manager", "-n", NAMESPACE
+    )
+    return result
+
+
+def test_install_upgrade_rollback_uninstall(cluster: Cluster) -> None:
+    release = "baseten-operator"
+    installed = cluster.helm.install(cluster.chart, release, {}, create_namespace=True)
+    try:
+        assert (installed["status"], installed["revision"]) == ("deployed", 1)
+        assert "create secret generic baseten-operator-api-key" in installed["notes"]
+        assert cluster.release_secrets(release) == {f"sh.helm.release.v1.{release}.v1": "deployed"}
+        crd = cluster.kubectl.json("get", "crd", CRD)
+        assert crd["metadata"]["annotations"]["meta.helm.sh/release-name"] == release
+        manager = deployment(cluster, release)
+        assert manager["spec"]["replicas"] == 2
+        assert manager["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "Helm"
+        assert cluster.names("serviceaccounts", NAMESPACE) >= {f"{release}-controller-manager"}
+        assert cluster.names("poddisruptionbudgets", NAMESPACE) == {f"{release}-controller-manager"}
+        assert cluster.names("services", NAMESPACE) == {
+            f"{release}-controller-manager-metrics-service"
+        }
+        assert {f"{release}-manager-role", f"{release}-metrics-auth-role"} <= cluster.names(
+            "clusterroles"
+        )
+
+        upgraded = cluster.helm.upgrade(
+            cluster.chart,
+            release,
+            {"replicaCount": 3, "podDisruptionBudget": {"enabled": False},
+             "networkPolicy": {"enabled": True}, "extraArgs": ["--max-concurrent-pushes=2"]},
+        )  # fmt: skip
+        assert (upgraded["status"], upgraded["revision"]) == ("deployed", 2)
+        manager = deployment(cluster, release)
+        assert manager["spec"]["replicas"] == 3
+        args = manager["spec"]["template"]["spec"]["containers"][0]["args"]
+        assert args[-1] == "--max-concurrent-pushes=2"
+        assert cluster.names("poddisruptionbudgets", NAMESPACE) == set()
+        policy = cluster.kubectl.json(
+            "get", "networkpolicy", f"{release}-allow-metrics-traffic", "-n", NAMESPACE
+        )
+        assert policy["spec"]["ingress"][0]["ports"] == [{"port": 8443, "protocol": "TCP"}]
+        assert cluster.helm.get_values(release) == {
+            "replicaCount": 3,
+            "podDisruptionBudget": {"enabled": False},
+            "networkPolicy": {"enabled": True},
+            "extraArgs": ["--max-concurrent-pushes=2"],
+        }
+
+        cluster.helm.rollback(release, version=1)
+        assert [(r["revision"], r["status"]) for r in cluster.helm.history(release)] == [
+            (1, "superseded"),
+            (2, "superseded"),
+            (3, "deployed"),
+        ]
+        assert deployment(cluster, release)["spec"]["replicas"] == 2
+        assert cluster.names("poddisruptionbudgets", NAMESPACE) == {f"{release}-controller-manager"}
+        assert cluster.names("networkpolicies", NAMESPACE) == set()
+        assert cluster.release_secrets(release)[f"sh.helm.release.v1.{release}.v3"] == "deployed"
+    finally:
+        cluster.helm.uninstall(release, ignore_not_found=True)
+
+    assert cluster.release_secrets(release) == {}
+    assert cluster.kubectl.run("get", "crd", CRD, check=False).returncode != 0
+    for kind in ("deployments", "services", "serviceaccounts", "poddisruptionbudgets", "roles"):
+        assert cluster.names(kind, NAMESPACE) == set(), kind
+    assert not {n for n in cluster.names("clusterroles") if n.startswith(f"{release}-")}
+
+
+def test_the_operator_starts_with_the_installed_deployments_arguments(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    """No kubelet runs the Deployment: its container's arguments and environment, as installed,
+    start the operator as a local process (plus --kubeconfig for the in-cluster config)."""
+    release = "ops"
+    health, metrics = free_port(), free_port()
+    values = {
+        "healthProbe": {"port": health},
+        "metrics": {"port": metrics},
+        # Loopback and closed: without BasetenModels the operator never calls Baseten.
+        "api": {"baseUrl": "http://127.0.0.1:9"},
+    }
+    cluster.helm.install(cluster.chart, release, values, create_namespace=True)
+    process = None
+    try:
+        # Step 1 of the chart's NOTES: the API key Secret (kubectl sends it as protobuf).
+        cluster.kubectl.run(
+            "-n", NAMESPACE, "create", "secret", "generic", "baseten-operator-api-key",
+            "--from-literal=api-key=helm-test-key",
+        )  # fmt: skip
+        container = deployment(cluster, release)["spec"]["template"]["spec"]["containers"][0]
+        assert container["args"] == [
+            "--leader-elect",
+            f"--metrics-bind-address=:{metrics}",
+            f"--health-probe-bind-address=:{health}",
+        ]
+        process = Process.start(
+            "operator",
+            [sys.executable, "-m", "baseten_operator.cli", "run", *container["args"],
+             "--kubeconfig", cluster.kubeconfig],
+            tmp_path / "operator.log",
+            env={**container_env(cluster, container), "PYTHONPATH": str(REPO)},
+        )  # fmt: skip
+        wait_for(
+            lambda: http_ok(f"http://127.0.0.1:{health}/readyz") or not process.alive(),
+            timeout=30,
+            describe=process.log_tail,
+        )
+        assert process.alive(), process.log_tail()
+        lease = wait_for(
+            lambda: cluster.kubectl.get_or_none("lease", LEASE, NAMESPACE),
+            timeout=30,
+            describe=process.log_tail,
+        )
+        assert lease["spec"]["holderIdentity"]
+    finally:
+        if process is not None:
+            assert process.terminate(30) == 0, process.log_tail()
+        cluster.kubectl.run("-n", NAMESPACE, "delete", "secret", "baseten-operator-api-key")
+        cluster.helm.uninstall(release)
+
+
+def container_env(cluster: Cluster, container: dict[str, Any]) -> dict[str, str]:
+    """The container's environment as the kubelet would set it (values, Secret keys, fields)."""
+    env = {}
+    for variable in container["env"]:
+        source = variable.get("valueFrom", {})
+        if "value" in variable:
+            env[variable["name"]] = variable["value"]
+        elif "secretKeyRef" in source:
+            ref = source["secretKeyRef"]
+            secret = cluster.kubectl.json("get", "secret", ref["name"], "-n", NAMESPACE)
+            env[variable["name"]] = base64.b64decode(secret["data"][ref["key"]]).decode()
+        elif source.get("fieldRef", {}).get("fieldPath") == "metadata.namespace":
+            env[variable["name"]] = NAMESPACE
+        else:
+            raise AssertionError(f"unhandled env source {variable}")
+    return env

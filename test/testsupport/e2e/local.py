@@ -1,0 +1,191 @@
+"""The e2e stack as local processes: the Kubernetes API emulator with the operator installed
+from the rendered manifests (`kubectl apply -f deploy/install.yaml`), the Baseten simulator,
+and operators started with the manager Deployment's flags (leader election in its namespace
+included), since the emulator has no kubelet to run the Deployment's pods."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from testsupport.e2e.harness import (
+    API_KEY_SECRET,
+    INSTALL_MANIFEST,
+    OPERATOR_NAMESPACE,
+    TIME_SCALE,
+    VENV_BIN,
+    Kubectl,
+    Process,
+    Simulator,
+    Stack,
+    free_port,
+    http_ok,
+)
+from testsupport.polling import wait_for
+
+STARTUP_TIMEOUT = 30.0
+SHUTDOWN_TIMEOUT = 30.0
+
+
+def _started(processes: list[Process], process: Process, ready: str) -> None:
+    """Wait until `ready` answers 200, failing early (with its log) if the process dies."""
+    processes.append(process)
+    wait_for(
+        lambda: http_ok(ready) or not process.alive(),
+        timeout=STARTUP_TIMEOUT,
+        describe=process.log_tail,
+    )
+    assert process.alive(), f"{process.name} exited with {process.popen.returncode}\n" + (
+        process.log_tail()
+    )
+
+
+@dataclass(frozen=True)
+class LocalCluster:
+    """The emulator (with the operator installed) and the simulator, as local processes."""
+
+    kubeconfig: Path
+    kubectl: Kubectl
+    sim_url: str
+    api_key: str
+
+
+def start_cluster(workdir: Path, processes: list[Process], api_key: str) -> LocalCluster:
+    python = str(VENV_BIN / "python")
+    kubeconfig = workdir / "kubeconfig"
+    kube_port = free_port()
+    emulator = Process.start(
+        "kube emulator",
+        [
+            python,
+            "-m",
+            "baseten_operator.sim.kube",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(kube_port),
+            "--kubeconfig",
+            str(kubeconfig),
+        ],
+        workdir / "kube.log",
+    )
+    _started(processes, emulator, f"http://127.0.0.1:{kube_port}/api")
+    wait_for(kubeconfig.exists, timeout=STARTUP_TIMEOUT)
+
+    sim_port = free_port()
+    simulator = Process.start(
+        "baseten simulator",
+        [
+            python,
+            "-m",
+            "baseten_operator.sim.baseten",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(sim_port),
+            "--api-key",
+            api_key,
+            "--time-scale",
+            str(TIME_SCALE),
+        ],
+        workdir / "baseten.log",
+    )
+    sim_url = f"http://127.0.0.1:{sim_port}"
+    _started(processes, simulator, f"{sim_url}/_sim/health")
+
+    kubectl = Kubectl(str(kubeconfig))
+    install(kubectl, api_key)
+    return LocalCluster(kubeconfig, kubectl, sim_url, api_key)
+
+
+@dataclass(frozen=True)
+class LocalOperator:
+    process: Process
+    metrics_port: int
+    health_port: int
+
+
+def start_operator(
+    cluster: LocalCluster,
+    processes: list[Process],
+    log_path: Path,
+    *extra_flags: str,
+    name: str = "operator",
+) -> LocalOperator:
+    """The operator with the Deployment's flags (leader election in its namespace), ready."""
+    metrics_port, health_port = free_port(), free_port()
+    operator = Process.start(
+        name,
+        [
+            str(VENV_BIN / "baseten-operator"),
+            "run",
+            "--kubeconfig",
+            str(cluster.kubeconfig),
+            "--leader-elect",
+            "--leader-election-namespace",
+            OPERATOR_NAMESPACE,
+            "--metrics-bind-address",
+            f"127.0.0.1:{metrics_port}",
+            "--health-probe-bind-address",
+            f"127.0.0.1:{health_port}",
+            "--time-scale",
+            str(TIME_SCALE),
+            *extra_flags,
+        ],
+        log_path,
+        # POD_NAMESPACE as the Deployment sets it: where namespaces' API key Secrets live.
+        env={
+            "BASETEN_API_KEY": cluster.api_key,
+            "BASETEN_API_BASE_URL": f"{cluster.sim_url}/v1",
+            "POD_NAMESPACE": OPERATOR_NAMESPACE,
+        },
+    )
+    _started(processes, operator, f"http://127.0.0.1:{health_port}/readyz")
+    return LocalOperator(operator, metrics_port, health_port)
+
+
+def install(kubectl: Kubectl, api_key: str) -> None:
+    """What a user does: apply the rendered manifests, then the API key Secret."""
+    kubectl.run("apply", "-f", str(INSTALL_MANIFEST))
+    kubectl.run(
+        "wait",
+        "--for=condition=Established",
+        "crd/basetenmodels.models.baseten.com",
+        "--timeout=30s",
+    )
+    kubectl.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": API_KEY_SECRET, "namespace": OPERATOR_NAMESPACE},
+            "type": "Opaque",
+            "stringData": {"api-key": api_key},
+        }
+    )
+
+
+@dataclass
+class KeyStack:
+    """A stack of its own with a key that appears nowhere else, operators at debug level."""
+
+    cluster: LocalCluster
+    workdir: Path
+    processes: list[Process]
+    operators: list[LocalOperator]
+
+    @property
+    def stack(self) -> Stack:
+        return Stack(self.cluster.kubectl, Simulator(self.cluster.sim_url), metrics_url=None)
+
+    def start_operator(self, name: str, *extra_flags: str) -> LocalOperator:
+        started = start_operator(
+            self.cluster,
+            self.processes,
+            self.workdir / f"{name}.log",
+            "--log-level",
+            "debug",
+            *extra_flags,
+            name=name,
+        )
+        self.operators.append(started)
+        return started
