@@ -362,16 +362,18 @@ class Bench:
         )
 
     def run(self) -> dict[str, Any]:
+        finished = False
         try:
             self.setup()
             self.warmup()
             self.converge()
             self.steady()
             self.spec_changes()
+            finished = True
         finally:
             for informer in self.informers:
                 informer.stop()
-            self.stack.stop()
+            self.stack.stop(keep_logs=not finished)
             operator = self.stack.usage.get("operator")
             if operator is not None:
                 self.figures["operator peak RSS"] = operator.peak_rss_mb()

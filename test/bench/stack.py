@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -183,12 +184,17 @@ class Stack:
             if not process.alive():
                 raise StackError(f"{process.name} exited: {process.tail()}")
 
-    def stop(self) -> None:
+    def stop(self, *, keep_logs: bool) -> None:
+        """Stop every process; the work directory (the processes' logs) goes unless kept."""
         self._stop_sampling.set()
         for name in ("operator", "simulator", "emulator"):
             if name in self.processes:
                 self.usage[name].sample()
                 self.processes[name].stop()
+        if keep_logs:
+            print(f"logs kept in {self.workdir}", file=sys.stderr)
+        else:
+            shutil.rmtree(self.workdir, ignore_errors=True)
 
     def _sample(self) -> None:
         while not self._stop_sampling.wait(0.5):
