@@ -1,4 +1,4 @@
-"""Where the Baseten client's requests go: one urllib3 pool, its TLS trust and its proxy.
+"""Where the Baseten client's requests go: one connection pool, its TLS trust and its proxy.
 
 Everything a request would otherwise look up each time is settled once, when a client is
 built, from the variables `requests` read on every call:
@@ -7,29 +7,28 @@ built, from the variables `requests` read on every call:
 - a proxy comes from HTTPS_PROXY / HTTP_PROXY / ALL_PROXY (either case) for the base URL's
   scheme, unless NO_PROXY covers its host; a proxy URL's user:password becomes its
   Proxy-Authorization.
-Connections are pooled per host and kept alive. urllib3 never retries or follows a
-redirect here: the transport decides what may be repeated.
+Connections are kept alive (runtime/http1.py). Nothing is retried or redirected here: the
+transport decides what may be repeated.
 """
 
 from __future__ import annotations
 
+import base64
 import ipaddress
 import os
+import ssl
 from collections.abc import Callable, Mapping
 from typing import Protocol
 from urllib.parse import SplitResult, unquote, urlsplit
 
 import certifi
-import urllib3
 
-from baseten_operator.baseten.deadlines import deadline_pool_classes
+from baseten_operator.baseten.deadlines import register_with_deadline
+from baseten_operator.runtime.http1 import Answer, Pool, Proxy
 
 # Checked in this order, as `requests` did, plus OpenSSL's own variable.
 CA_BUNDLE_VARIABLES = ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "SSL_CERT_FILE")
 _DEFAULT_PORTS = {"http": 80, "https": 443}
-# Pools kept: the API's host, and a few more only when a proxy or a redirect of the
-# base URL's host would need them.
-_NUM_POOLS = 4
 
 
 class HttpSender(Protocol):
@@ -42,8 +41,9 @@ class HttpSender(Protocol):
         *,
         body: bytes | None,
         headers: Mapping[str, str],
-        timeout: urllib3.Timeout,
-    ) -> urllib3.BaseHTTPResponse: ...
+        connect_timeout: float,
+        read_timeout: float,
+    ) -> Answer: ...
 
 
 # How a client reaches its base URL: the base URL in, what sends its requests out.
@@ -114,42 +114,27 @@ def _in_network(host: str, entry: str) -> bool:
 
 
 class Connections:
-    """A keep-alive pool for one base URL, directly or through a proxy."""
+    """Kept-alive connections to one base URL, directly or through a proxy."""
 
     def __init__(
         self, base_url: str, pool_size: int = 32, environ: Mapping[str, str] = os.environ
     ) -> None:
         trusted = ca_bundle(environ)
-        directory = os.path.isdir(trusted)
-        ca_certs, ca_cert_dir = (None, trusted) if directory else (trusted, None)
-        proxy = proxy_for(base_url, environ)
-        manager: urllib3.PoolManager
-        if proxy is None:
-            manager = urllib3.PoolManager(
-                num_pools=_NUM_POOLS,
-                maxsize=pool_size,
-                cert_reqs="CERT_REQUIRED",
-                ca_certs=ca_certs,
-                ca_cert_dir=ca_cert_dir,
-            )
+        if os.path.isdir(trusted):
+            tls = ssl.create_default_context(capath=trusted)
         else:
-            manager = urllib3.ProxyManager(
-                _without_credentials(proxy),
-                num_pools=_NUM_POOLS,
-                maxsize=pool_size,
-                proxy_headers=_proxy_headers(proxy),
-                cert_reqs="CERT_REQUIRED",
-                ca_certs=ca_certs,
-                ca_cert_dir=ca_cert_dir,
-            )
-        manager.pool_classes_by_scheme = deadline_pool_classes()
-        origin = urlsplit(base_url)
-        self._origin = f"{origin.scheme}://{origin.netloc}"
-        # A plain-HTTP request through a proxy is forwarded (the proxy's pool, an absolute
-        # URL): the manager does that. Anything else goes straight to the host's pool.
-        self._forwarded = proxy is not None and origin.scheme == "http"
-        self._manager = manager
-        self._pool = manager.connection_from_url(base_url)
+            tls = ssl.create_default_context(cafile=trusted)
+        proxy = proxy_for(base_url, environ)
+        self._pool = Pool(
+            base_url,
+            tls=tls,
+            proxy=None
+            if proxy is None
+            else Proxy(_without_credentials(proxy), _proxy_headers(proxy)),
+            maxsize=pool_size,
+            # A call's deadline shuts down the socket of every connection the call used.
+            on_use=register_with_deadline,
+        )
 
     def send(
         self,
@@ -158,34 +143,21 @@ class Connections:
         *,
         body: bytes | None,
         headers: Mapping[str, str],
-        timeout: urllib3.Timeout,
-    ) -> urllib3.BaseHTTPResponse:
+        connect_timeout: float,
+        read_timeout: float,
+    ) -> Answer:
         """`target` is the path and query under the base URL's origin."""
-        if self._forwarded:
-            return self._manager.urlopen(
-                method,
-                self._origin + target,
-                body=body,
-                headers=headers,
-                timeout=timeout,
-                retries=False,
-                redirect=False,
-                preload_content=True,
-            )
-        return self._pool.urlopen(
+        return self._pool.request(
             method,
             target,
-            body=body,
             headers=headers,
-            timeout=timeout,
-            retries=False,
-            redirect=False,
-            assert_same_host=False,
-            preload_content=True,
+            body=body,
+            connect_timeout=connect_timeout,
+            read_timeout=read_timeout,
         )
 
     def close(self) -> None:
-        self._manager.clear()
+        self._pool.close()
 
 
 def _without_credentials(proxy: str) -> str:
@@ -196,9 +168,9 @@ def _without_credentials(proxy: str) -> str:
     return parts._replace(netloc=netloc).geturl()
 
 
-def _proxy_headers(proxy: str) -> dict[str, str] | None:
+def _proxy_headers(proxy: str) -> dict[str, str]:
     parts = urlsplit(proxy)
     if parts.username is None:
-        return None
+        return {}
     credentials = f"{unquote(parts.username)}:{unquote(parts.password or '')}"
-    return urllib3.make_headers(proxy_basic_auth=credentials)
+    return {"Proxy-Authorization": "Basic " + base64.b64encode(credentials.encode()).decode()}

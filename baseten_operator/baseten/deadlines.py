@@ -1,11 +1,12 @@
-"""Total deadlines for HTTP calls made with urllib3.
+"""Total deadlines for HTTP calls.
 
-urllib3 only knows per-operation timeouts: a server that trickles one byte every
+Sockets only know per-operation timeouts: a server that trickles one byte every
 few seconds never trips a read timeout and can hold a worker for as long as it likes.
 Here a call runs inside `deadline(seconds)`; every connection the call uses is
-registered with one reaper thread, which shuts the connection's socket down when the
-deadline passes. The blocked read then fails at once and the call raises, so no
-answer, however slow, holds a caller past its deadline.
+registered (`register_with_deadline`, a connection pool's `on_use`) with one reaper
+thread, which shuts the connection's socket down when the deadline passes. The blocked
+read then fails at once and the call raises, so no answer, however slow, holds a caller
+past its deadline.
 """
 
 from __future__ import annotations
@@ -18,8 +19,6 @@ import threading
 import time
 from collections.abc import Iterator
 from typing import Any
-
-from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 _current = threading.local()
 
@@ -114,8 +113,7 @@ class CallDeadline:
 
 @contextlib.contextmanager
 def deadline(seconds: float) -> Iterator[CallDeadline]:
-    """Every request sent through a pool of `deadline_pool_classes` in this block ends by
-    `seconds`."""
+    """Every request in this block whose connection is registered ends by `seconds`."""
     call = _Call(time.monotonic() + max(0.0, seconds))
     outer = getattr(_current, "call", None)
     _current.call = call
@@ -127,24 +125,8 @@ def deadline(seconds: float) -> Iterator[CallDeadline]:
         _current.call = outer
 
 
-def _register_current(connection: Any) -> None:
+def register_with_deadline(connection: Any) -> None:
+    """Bound `connection` (anything with a `sock`) by the calling thread's deadline, if any."""
     call: _Call | None = getattr(_current, "call", None)
     if call is not None:
         _REAPER.register(call, connection)
-
-
-class _DeadlineHTTPPool(HTTPConnectionPool):
-    def _make_request(self, conn: Any, *args: Any, **kwargs: Any) -> Any:
-        _register_current(conn)
-        return super()._make_request(conn, *args, **kwargs)
-
-
-class _DeadlineHTTPSPool(HTTPSConnectionPool):
-    def _make_request(self, conn: Any, *args: Any, **kwargs: Any) -> Any:
-        _register_current(conn)
-        return super()._make_request(conn, *args, **kwargs)
-
-
-def deadline_pool_classes() -> dict[str, type[HTTPConnectionPool]]:
-    """A PoolManager's `pool_classes_by_scheme` whose connections honour `deadline()`."""
-    return {"http": _DeadlineHTTPPool, "https": _DeadlineHTTPSPool}

@@ -14,9 +14,8 @@ reading and every retry (deadlines.py cuts a server that answers too slowly). Ev
 write first passes the write fence, and every wait is the fence's, so losing the
 Lease or shutting down interrupts it.
 
-Requests go straight through urllib3 (connections.py): what `requests` added on every
-call (merging session settings, reading proxy variables, checking the CA bundle's path,
-parsing the URL again) is decided once per client.
+Requests go through a lean keep-alive pool (connections.py, runtime/http1.py): proxy,
+TLS trust and the URL are settled once per client, not on every call.
 """
 
 from __future__ import annotations
@@ -29,10 +28,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from typing import Any, TypeVar
-from urllib.parse import quote, urlencode
+from urllib.parse import quote, urlencode, urlsplit
 
 import structlog
-import urllib3
 from prometheus_client import Counter, Histogram
 from pydantic import BaseModel, ValidationError
 
@@ -47,6 +45,14 @@ from baseten_operator.baseten.metrics import (
 from baseten_operator.baseten.ratelimit import EndpointRateLimiter, Limit
 from baseten_operator.runtime.clock import Clock
 from baseten_operator.runtime.fence import WriteFence
+from baseten_operator.runtime.http1 import (
+    Answer,
+    ConnectFailed,
+    ConnectTimedOut,
+    ProxyFailed,
+    ReadTimedOut,
+    TLSFailed,
+)
 from baseten_operator.runtime.logging import mask_secret
 
 log = structlog.get_logger(__name__)
@@ -114,17 +120,16 @@ class Secret:
     __str__ = __repr__
 
 
-# What urllib3 raises, named as callers saw it when this client ran on `requests`: the
-# name is part of the message a status shows ("connection error on GET ...: ConnectionError").
+# Failures named as callers saw them when this client ran on `requests`: the name is part
+# of the message a status shows ("connection error on GET ...: ConnectionError").
 _FAILURE_NAMES: tuple[tuple[type[Exception], str], ...] = (
-    # Before ConnectTimeoutError, its base class: a refused connection is no timeout.
-    (urllib3.exceptions.NewConnectionError, "ConnectionError"),
-    (urllib3.exceptions.ConnectTimeoutError, "ConnectTimeout"),
-    (urllib3.exceptions.ReadTimeoutError, "ReadTimeout"),
-    (urllib3.exceptions.SSLError, "SSLError"),
-    (urllib3.exceptions.ProxyError, "ProxyError"),
+    # Before ConnectFailed, their base class.
+    (ConnectTimedOut, "ConnectTimeout"),
+    (TLSFailed, "SSLError"),
+    (ProxyFailed, "ProxyError"),
+    (ReadTimedOut, "ReadTimeout"),
 )
-_TIMEOUTS = (urllib3.exceptions.TimeoutError, TimeoutError)
+_TIMEOUTS = (ConnectTimedOut, ReadTimedOut)
 
 
 def _failure_name(exc: Exception) -> str:
@@ -134,16 +139,9 @@ def _failure_name(exc: Exception) -> str:
     return "ConnectionError"
 
 
-def _failure_text(exc: Exception) -> str:
-    """The failure without urllib3's `<HTTPConnection object at 0x...>: ` prefix."""
-    if isinstance(exc, urllib3.exceptions.NewConnectionError):
-        return exc._message  # the text urllib3 built its message from
-    return str(exc)
-
-
 def _failed_before_sending(exc: Exception) -> bool:
-    """True when the connection could not be opened, so the server never saw the request."""
-    return isinstance(exc, urllib3.exceptions.ConnectTimeoutError)
+    """True when no connection was made, so the server never saw the request."""
+    return isinstance(exc, ConnectFailed)
 
 
 def _shorten(text: str) -> str:
@@ -153,12 +151,12 @@ def _shorten(text: str) -> str:
     return text
 
 
-def _json(response: urllib3.BaseHTTPResponse) -> Any:
+def _json(response: Answer) -> Any:
     """The body as JSON; ValueError when it is not."""
     return json.loads(response.data)
 
 
-def _server_message(response: urllib3.BaseHTTPResponse) -> str:
+def _server_message(response: Answer) -> str:
     """The server's own explanation: JSON message/error/detail, else the plain text."""
     try:
         data = _json(response)
@@ -208,7 +206,7 @@ class Transport:
         time_scale: float = 1.0,
     ) -> None:
         self._api_key = api_key
-        self._prefix = urllib3.util.parse_url(base_url).path or ""
+        self._prefix = urlsplit(base_url).path.rstrip("/")
         self._http = http
         self._clock = clock
         self._policy = policy
@@ -250,7 +248,7 @@ class Transport:
         path: Mapping[str, str],
         query: Mapping[str, str] | None,
         body: Mapping[str, Any] | None,
-    ) -> urllib3.BaseHTTPResponse:
+    ) -> Answer:
         """Send with throttling and retries; return a 2xx response or raise BasetenAPIError.
 
         Raises RateLimited when a wait does not fit in the deadline, and NotLeader (from
@@ -276,16 +274,18 @@ class Transport:
             remaining = expires - self._clock.monotonic()
             if remaining <= 0:
                 raise self._deadline_exceeded(endpoint)
-            timeout = urllib3.Timeout(
-                connect=min(self._policy.connect_timeout, remaining), read=remaining
-            )
             started = self._clock.monotonic()
             try:
                 with deadline(remaining) as cut:
                     response = self._http.send(
-                        endpoint.method, target, body=payload, headers=headers, timeout=timeout
+                        endpoint.method,
+                        target,
+                        body=payload,
+                        headers=headers,
+                        connect_timeout=min(self._policy.connect_timeout, remaining),
+                        read_timeout=remaining,
                     )
-            except (urllib3.exceptions.HTTPError, OSError) as exc:
+            except OSError as exc:
                 self._record(endpoint, "0", started)
                 if cut.expired:
                     raise self._deadline_exceeded(endpoint) from None
@@ -399,7 +399,7 @@ class Transport:
         )
         self._sleep(delay, f"{endpoint.method} {endpoint.label}")
 
-    def _retry_after(self, response: urllib3.BaseHTTPResponse) -> float | None:
+    def _retry_after(self, response: Answer) -> float | None:
         """The longer of the body's `retry_after` and the `Retry-After` header (seconds or date)."""
         candidates: list[float] = []
         try:
@@ -422,9 +422,7 @@ class Transport:
                 candidates.append(from_header)
         return max(0.0, *candidates) if candidates else None
 
-    def _malformed(
-        self, endpoint: Endpoint, response: urllib3.BaseHTTPResponse, problem: str
-    ) -> BasetenAPIError:
+    def _malformed(self, endpoint: Endpoint, response: Answer, problem: str) -> BasetenAPIError:
         return BasetenAPIError(
             response.status,
             self._safe(f"malformed response from {endpoint.method} {endpoint.label}: {problem}"),
@@ -440,11 +438,9 @@ class Transport:
         )
 
     def _connection_message(self, endpoint: Endpoint, exc: Exception) -> str:
-        refused = isinstance(exc, urllib3.exceptions.NewConnectionError)
-        kind = "timeout" if isinstance(exc, _TIMEOUTS) and not refused else "connection error"
+        kind = "timeout" if isinstance(exc, _TIMEOUTS) else "connection error"
         return self._safe(
-            f"{kind} on {endpoint.method} {endpoint.label}: "
-            f"{_failure_name(exc)}: {_failure_text(exc)}"
+            f"{kind} on {endpoint.method} {endpoint.label}: {_failure_name(exc)}: {exc}"
         )
 
     def _safe(self, text: str) -> str:

@@ -18,8 +18,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-import urllib3
-
 from baseten_operator.baseten.client import BasetenClient
 from baseten_operator.baseten.connections import Connections, HttpSender
 from baseten_operator.baseten.errors import AmbiguousName, BasetenAPIError, RateLimited
@@ -47,6 +45,7 @@ from baseten_operator.plan.actions import (
     SettingChange,
     UpdateEnvironment,
 )
+from baseten_operator.runtime.http1 import Answer
 from baseten_operator.truss.pusher import PushOutcome, PushRequest
 
 # The only method a plan sends: HEAD and OPTIONS change nothing either, but the client
@@ -74,11 +73,19 @@ class ReadOnlyConnections:
         *,
         body: bytes | None,
         headers: Mapping[str, str],
-        timeout: urllib3.Timeout,
-    ) -> urllib3.BaseHTTPResponse:
+        connect_timeout: float,
+        read_timeout: float,
+    ) -> Answer:
         if method.upper() != READ_METHOD:
             raise WriteRefused(f"plan refused to send {method} {target}")
-        return self._connections.send(method, target, body=body, headers=headers, timeout=timeout)
+        return self._connections.send(
+            method,
+            target,
+            body=body,
+            headers=headers,
+            connect_timeout=connect_timeout,
+            read_timeout=read_timeout,
+        )
 
 
 def read_only_connections(base_url: str) -> ReadOnlyConnections:

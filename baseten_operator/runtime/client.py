@@ -1,12 +1,14 @@
 """A thin dynamic Kubernetes client that speaks plain JSON dicts.
 
-It rides on `kubernetes.client.ApiClient` for configuration, authentication and the
-connection pool (TLS, client certificates, proxy, connect retries), but never
-deserializes into the generated models: every response is `json.loads`-ed, which is
-much cheaper and works for custom resources alike. Requests go straight to the pool of
-the API server's host: the generated client's per-request work (serializing the body
-through its model sanitizer, rebuilding the URL and the auth settings, re-parsing the URL
-in the pool manager) would be pure overhead for plain dicts. The bearer token is read
+It rides on `kubernetes.client.ApiClient` for configuration and authentication (TLS
+trust, client certificates, proxy, tokens), but never deserializes into the generated
+models: every response is `json.loads`-ed, which is much cheaper and works for custom
+resources alike. Requests go through a lean keep-alive pool (http1.py) built from that
+configuration; watches, long-lived streams, through the ApiClient's own urllib3 pool. The
+generated client's per-request work (serializing the body through its model sanitizer,
+rebuilding the URL and the auth settings) would be pure overhead for plain dicts. A
+request that could not connect is tried again (CONNECT_ATTEMPTS); one that may have
+reached the server never is: the caller decides. The bearer token is read
 once, unless the configuration has a refresh hook (kubeconfig tokens, exec plugins, OIDC,
 the service account's rotated token): that is asked again every few seconds, not on every
 request, since each call re-runs the loader.
@@ -17,14 +19,15 @@ Errors become the typed `ApiError` subclasses of errors.py; what a request names
 from __future__ import annotations
 
 import contextlib
-import copy
 import json
 import os
+import ssl
 import threading
 from collections.abc import Iterator
 from typing import Any, Literal
 from urllib.parse import quote, urlencode, urlsplit
 
+import certifi
 import structlog
 import urllib3
 from kubernetes import client as k8s_client
@@ -33,6 +36,7 @@ from kubernetes import config as k8s_config
 from baseten_operator.runtime.clock import Clock, RealClock
 from baseten_operator.runtime.errors import ConnectionFailed, api_error
 from baseten_operator.runtime.fence import WriteFence
+from baseten_operator.runtime.http1 import Answer, ConnectFailed, Pool, Proxy
 from baseten_operator.runtime.resource import Resource
 
 log = structlog.get_logger(__name__)
@@ -54,10 +58,13 @@ AUTH_REFRESH_INTERVAL = 5.0
 QueryParams = list[tuple[str, str]]
 # A merge or strategic patch is an object; a JSON patch (RFC 6902) is a list of operations.
 PatchBody = dict[str, Any] | list[dict[str, Any]]
-# Retry only failures to connect (nothing was sent). Answers, 429 and 5xx included, go
-# back to the caller as typed errors: urllib3 would otherwise sleep out a Retry-After
-# inside the call, blocking a worker and hiding the throttling from the controller.
-CONNECT_RETRIES = urllib3.Retry(
+# Requests are tried again only when they could not connect (nothing was sent), with
+# these pauses between attempts. Answers, 429 and 5xx included, go back to the caller as
+# typed errors: sleeping out a Retry-After here would block a worker and hide the
+# throttling from the controller.
+CONNECT_RETRY_PAUSES = (0.0, 0.2, 0.4)
+# Watches: urllib3's equivalent (connect failures only, nothing else retried).
+WATCH_CONNECT_RETRIES = urllib3.Retry(
     total=3, connect=3, read=0, status=0, other=0, redirect=0, backoff_factor=0.1,
     respect_retry_after_header=False,
 )  # fmt: skip
@@ -134,16 +141,19 @@ class WatchStream(Iterator[dict[str, Any]]):
 
 
 class _Wire:
-    """Where an ApiClient's requests go, worked out once: the host's pool, the URL prefix."""
+    """Where an ApiClient's watches go, worked out once: the host's urllib3 pool, the URL
+    prefix."""
 
     def __init__(self, api_client: k8s_client.ApiClient) -> None:
         host = api_client.configuration.host
         manager = api_client.rest_client.pool_manager
         origin = urlsplit(host)
         self.prefix = origin.path.rstrip("/")
+        # The ApiClient decided whether a proxy applies (its no_proxy included).
+        self.proxied = isinstance(manager, urllib3.ProxyManager)
         # A plain-HTTP API server behind a forwarding proxy gets absolute URLs (the
         # manager does that); anything else goes straight to the host's pool.
-        self.forwarded = isinstance(manager, urllib3.ProxyManager) and origin.scheme == "http"
+        self.forwarded = self.proxied and origin.scheme == "http"
         self.origin = f"{origin.scheme}://{origin.netloc}"
         self.manager = manager
         self.pool = manager.connection_from_url(host)
@@ -187,32 +197,42 @@ class KubeClient:
         request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
         fence: WriteFence | None = None,
         clock: Clock | None = None,
+        http: Pool | None = None,
+        connect_retry_pauses: tuple[float, ...] = CONNECT_RETRY_PAUSES,
     ) -> None:
         self.api_client = api_client
         self.request_timeout = request_timeout
         self._fence = fence
         self._clock: Clock = clock or RealClock()
         self._wire = _Wire(api_client)
+        self._http = http or _request_pool(api_client.configuration, proxied=self._wire.proxied)
+        self._connect_retry_pauses = connect_retry_pauses
         self._auth: dict[str, str] | None = None
         self._auth_read_at = 0.0
 
     def fenced(self, fence: WriteFence) -> KubeClient:
         """This client, sharing its connections, with every write passing `fence` first."""
         return KubeClient(
-            self.api_client, request_timeout=self.request_timeout, fence=fence, clock=self._clock
+            self.api_client,
+            request_timeout=self.request_timeout,
+            fence=fence,
+            clock=self._clock,
+            http=self._http,
+            connect_retry_pauses=self._connect_retry_pauses,
         )
 
     def without_connect_retries(self) -> KubeClient:
         """A client whose requests end at their timeout: no connection retry after it.
 
-        For calls bounded by a deadline (Lease renewals), where urllib3 retrying a
-        connection would give each attempt a fresh timeout.
+        For calls bounded by a deadline (Lease renewals), where retrying a connection
+        would give each attempt a fresh timeout. Its connections are its own.
         """
-        configuration = copy.copy(self.api_client.configuration)
-        configuration.retries = urllib3.Retry(total=0, redirect=0, raise_on_status=False)
-        api_client = k8s_client.ApiClient(configuration)
-        api_client.user_agent = self.api_client.user_agent  # the same replica, named alike
-        return KubeClient(api_client, request_timeout=self.request_timeout, clock=self._clock)
+        return KubeClient(
+            self.api_client,
+            request_timeout=self.request_timeout,
+            clock=self._clock,
+            connect_retry_pauses=(),
+        )
 
     # -- construction -------------------------------------------------------------------
 
@@ -232,7 +252,7 @@ class KubeClient:
 
     @classmethod
     def from_configuration(cls, configuration: k8s_client.Configuration) -> KubeClient:
-        configuration.retries = CONNECT_RETRIES
+        configuration.retries = WATCH_CONNECT_RETRIES
         configuration.connection_pool_maxsize = max(
             configuration.connection_pool_maxsize or 0, CONNECTION_POOL_SIZE
         )
@@ -250,6 +270,7 @@ class KubeClient:
         return cls.in_cluster()
 
     def close(self) -> None:
+        self._http.close()
         self.api_client.close()
 
     # -- reads --------------------------------------------------------------------------
@@ -420,27 +441,38 @@ class KubeClient:
         timeout: float | None = None,
         accept: str = "application/json",
     ) -> Any:
-        """One request; `timeout` (default `request_timeout`) bounds it as a whole."""
+        """One request; `timeout` (default `request_timeout`) bounds connecting and each
+        read."""
         if method != "GET" and self._fence is not None:
             self._fence.check(f"{method} {path}")
-        response = self._send(
-            method,
-            path,
-            query=query,
-            body=body,
-            content_type=content_type,
-            timeout=self.request_timeout if timeout is None else timeout,
-            accept=accept,
-        )
+        bound = self.request_timeout if timeout is None else timeout
+        payload = None if body is None else json.dumps(body).encode()
         try:
-            data = response.data
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            answer = self._request(
+                method, self._target(path, query), self._headers(accept, content_type),
+                payload, bound,
+            )  # fmt: skip
+        except OSError as exc:
             raise ConnectionFailed(0, "ConnectionError", f"{method} {path}: {exc}") from exc
-        finally:
-            response.release_conn()
-        if not 200 <= response.status <= 299:
-            raise api_error(response.status, _decode(data), response.headers.get("Retry-After"))
-        return _decode(data)
+        if not 200 <= answer.status <= 299:
+            raise api_error(answer.status, _decode(answer.data), answer.headers.get("Retry-After"))
+        return _decode(answer.data)
+
+    def _request(
+        self, method: str, target: str, headers: dict[str, str], body: bytes | None, bound: float
+    ) -> Answer:
+        """Send, trying again after each pause while no connection could be made."""
+        for pause in self._connect_retry_pauses:
+            try:
+                return self._http.request(
+                    method, target, headers=headers, body=body,
+                    connect_timeout=bound, read_timeout=bound,
+                )  # fmt: skip
+            except ConnectFailed:
+                self._clock.sleep(pause)
+        return self._http.request(
+            method, target, headers=headers, body=body, connect_timeout=bound, read_timeout=bound
+        )
 
     def _send(
         self,
@@ -448,27 +480,34 @@ class KubeClient:
         path: str,
         *,
         query: QueryParams | None = None,
-        body: Any = None,
-        content_type: str = "application/json",
-        timeout: float | tuple[float, float | None],
+        timeout: tuple[float, float | None],
         accept: str = "application/json",
     ) -> urllib3.BaseHTTPResponse:
-        headers = {
+        """A streamed request (watches), through the ApiClient's urllib3 pool."""
+        try:
+            return self._wire.urlopen(
+                method,
+                self._target(path, query),
+                body=None,
+                headers=self._headers(accept, "application/json"),
+                timeout=urllib3.Timeout(connect=timeout[0], read=timeout[1]),
+            )
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise ConnectionFailed(0, "ConnectionError", f"{method} {path}: {exc}") from exc
+
+    def _target(self, path: str, query: QueryParams | None) -> str:
+        target = self._wire.prefix + path
+        if query:
+            target += "?" + urlencode(query, quote_via=quote)
+        return target
+
+    def _headers(self, accept: str, content_type: str) -> dict[str, str]:
+        return {
             **self.api_client.default_headers,  # the User-Agent, set after construction too
             "Accept": accept,
             "Content-Type": content_type,
             **self._authorization(),
         }
-        target = self._wire.prefix + path
-        if query:
-            target += "?" + urlencode(query, quote_via=quote)
-        payload = None if body is None else json.dumps(body).encode()
-        try:
-            return self._wire.urlopen(
-                method, target, body=payload, headers=headers, timeout=_timeout(timeout)
-            )
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
-            raise ConnectionFailed(0, "ConnectionError", f"{method} {path}: {exc}") from exc
 
     def _authorization(self) -> dict[str, str]:
         """The auth headers, asked of the configuration again only where its token can
@@ -508,12 +547,29 @@ def _accept(metadata_only: bool, kind: str) -> str:
     return f"{JSON};as={kind};g=meta.k8s.io;v=v1,{JSON}"
 
 
-def _timeout(timeout: float | tuple[float, float | None]) -> urllib3.Timeout:
-    """A whole-request bound, or (connect, read) bounds, as the generated client took them."""
-    if isinstance(timeout, tuple):
-        return urllib3.Timeout(connect=timeout[0], read=timeout[1])
-    return urllib3.Timeout(total=timeout)
-
-
 def _query(**params: str | int | None) -> QueryParams:
     return [(key, str(value)) for key, value in params.items() if value is not None]
+
+
+def _request_pool(configuration: k8s_client.Configuration, *, proxied: bool) -> Pool:
+    """The requests' connections, configured as the ApiClient's pool would be."""
+    tls = None
+    if urlsplit(configuration.host).scheme == "https":
+        tls = ssl.create_default_context(cafile=configuration.ssl_ca_cert or certifi.where())
+        if not configuration.verify_ssl:
+            tls.check_hostname = False
+            tls.verify_mode = ssl.CERT_NONE
+        elif configuration.assert_hostname is False:
+            tls.check_hostname = False
+        if configuration.cert_file:
+            tls.load_cert_chain(configuration.cert_file, configuration.key_file)
+    proxy = None
+    if proxied and configuration.proxy:
+        proxy = Proxy(configuration.proxy, dict(configuration.proxy_headers or {}))
+    return Pool(
+        configuration.host,
+        tls=tls,
+        server_hostname=configuration.tls_server_name or None,
+        proxy=proxy,
+        maxsize=CONNECTION_POOL_SIZE,
+    )

@@ -1,12 +1,13 @@
-"""Canned HTTP answers for code that talks through urllib3, with nothing leaving the process.
+"""Canned HTTP answers for code that talks through runtime/http1.py's pools, with nothing
+leaving the process.
 
-`HttpMock` (a context manager) patches urllib3's connection pools, which every request
-goes through, and answers each request from what a test registered for its method and
+`HttpMock` (a context manager) patches `Pool.request`, which every request goes through,
+and answers each request from what a test registered for its method and
 URL (the query aside; `match` adds conditions on it, the body or the headers):
 
     with HttpMock() as http:
         http.get("https://api.test/v1/models", json={"models": []})
-        http.post(url, body=urllib3.exceptions.ReadTimeoutError(None, url, "slow"))
+        http.post(url, body=ReadTimedOut("slow"))
 
 Several answers registered for one request are given in turn, the last one from then on
 (as the `responses` library does for `requests`). A
@@ -16,7 +17,6 @@ request with its answer; by default, leaving the block fails when an answer was 
 
 from __future__ import annotations
 
-import io
 import json as jsonlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -27,9 +27,8 @@ from unittest import mock
 from urllib.parse import parse_qsl, urlsplit
 
 import urllib3
-from urllib3.connectionpool import HTTPConnectionPool
 
-_DEFAULT_PORTS = {"http": 80, "https": 443}
+from baseten_operator.runtime.http1 import Answer, ConnectFailed, Headers, Pool
 
 
 @dataclass
@@ -92,7 +91,7 @@ class _Answer:
 @dataclass
 class Call:
     request: SentRequest
-    response: urllib3.BaseHTTPResponse | None
+    response: Answer | None
 
 
 @dataclass
@@ -144,14 +143,13 @@ class HttpMock:
 
     # -- answering ------------------------------------------------------------------------
 
-    def _answer(self, request: SentRequest) -> urllib3.BaseHTTPResponse:
+    def _answer(self, request: SentRequest) -> Answer:
         found = [answer for answer in self._answers if answer.matches(request)]
         if not found:
             self.calls.append(Call(request, None))
-            raise urllib3.exceptions.NewConnectionError(
-                None,  # type: ignore[arg-type]
+            raise ConnectFailed(
                 f"Connection refused by HttpMock: nothing registered for "
-                f"{request.method} {request.url}",
+                f"{request.method} {request.url}"
             )
         answer = found[0]
         if len(found) > 1:
@@ -164,40 +162,32 @@ class HttpMock:
         if isinstance(answer.body, Exception):
             self.calls.append(Call(request, None))
             raise answer.body
-        response = urllib3.HTTPResponse(
-            body=io.BytesIO(answer.body),
-            headers=answer.headers,
-            status=answer.status,
-            reason=HTTPStatus(answer.status).phrase,
-            preload_content=True,
+        response = Answer(
+            answer.status,
+            HTTPStatus(answer.status).phrase,
+            Headers({name.lower(): value for name, value in answer.headers.items()}),
+            answer.body,
         )
         self.calls.append(Call(request, response))
         return response
 
-    def _urlopen(
+    def _request(
         self,
-        pool: HTTPConnectionPool,
+        pool: Pool,
         method: str,
-        url: str,
+        target: str,
+        *,
+        headers: Mapping[str, str],
         body: bytes | None = None,
-        headers: Mapping[str, str] | None = None,
-        **options: Any,
-    ) -> urllib3.BaseHTTPResponse:
-        if not url.startswith(("http://", "https://")):
-            port = "" if pool.port == _DEFAULT_PORTS.get(pool.scheme) else f":{pool.port}"
-            url = f"{pool.scheme}://{pool.host}{port}{url}"
-        timeout = options.get("timeout")
-        connect = read = None
-        if isinstance(timeout, urllib3.Timeout):
-            # A whole-request bound (`total`) is reported as both.
-            connect = timeout.connect_timeout
-            read = timeout.read_timeout if timeout.total is None else timeout.total
+        connect_timeout: float | None,
+        read_timeout: float | None,
+    ) -> Answer:
         request = SentRequest(
             method.upper(),
-            url,
-            urllib3.HTTPHeaderDict(headers or {}),
+            pool.origin + target,
+            urllib3.HTTPHeaderDict(headers),
             body,
-            (connect, read),  # type: ignore[arg-type]
+            (connect_timeout, read_timeout),
         )
         return self._answer(request)
 
@@ -218,10 +208,8 @@ class HttpMock:
     def _patched(self) -> Iterator[None]:
         owner = self
 
-        def urlopen(
-            pool: HTTPConnectionPool, method: str, url: str, *args: Any, **kwargs: Any
-        ) -> urllib3.BaseHTTPResponse:
-            return owner._urlopen(pool, method, url, *args, **kwargs)
+        def request(pool: Pool, method: str, target: str, **kwargs: Any) -> Answer:
+            return owner._request(pool, method, target, **kwargs)
 
-        with mock.patch.object(HTTPConnectionPool, "urlopen", urlopen):
+        with mock.patch.object(Pool, "request", request):
             yield

@@ -30,14 +30,19 @@ class ProbedClient(KubeClient):
         self.calls: list[tuple[str, str]] = []
         self._calls_lock = threading.Lock()
 
-    def _send(self, method: str, path: str, **kwargs: Any) -> Any:
+    def _send(self, method: str, path: str, **kwargs: Any) -> Any:  # watches
+        self._probe("watch", path)
+        return super()._send(method, path, **kwargs)
+
+    def _request(self, method: str, target: str, *args: Any) -> Any:  # every other request
+        self._probe(method, target.partition("?")[0])
+        return super()._request(method, target, *args)
+
+    def _probe(self, verb: str, path: str) -> None:
         if self.partitioned.is_set():
             raise ConnectionFailed(0, "ConnectionError", "partitioned by the test")
-        query = dict(kwargs.get("query") or [])
-        verb = "watch" if query.get("watch") == "true" else method
         with self._calls_lock:
             self.calls.append((verb, path))
-        return super()._send(method, path, **kwargs)
 
     def count(self, verb: str) -> int:
         with self._calls_lock:

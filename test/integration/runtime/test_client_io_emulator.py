@@ -252,9 +252,14 @@ def test_a_fenced_client_reads_but_refuses_every_write_once_fenced_off(
     assert kube.get(CONFIGMAPS, "fenced", namespace)["data"] == {"k": "1"}
 
 
-def test_a_client_without_connect_retries_gives_up_at_its_timeout(kube: Any) -> None:
+def test_a_client_without_connect_retries_is_the_same_replica_on_its_own_connections(
+    kube: Any, namespace: str
+) -> None:
     kube.api_client.user_agent = "baseten-operator/test (replica-a)"
     single = kube.without_connect_retries()
-    assert single.api_client.configuration.retries.total == 0
     assert single.api_client.user_agent == "baseten-operator/test (replica-a)"
-    assert kube.api_client.configuration.retries.total == 3  # the original keeps its own
+    assert single._http is not kube._http
+    created = single.create(CONFIGMAPS, configmap("single", namespace, k="1"))
+    assert (
+        kube.get(CONFIGMAPS, "single", namespace)["metadata"]["uid"] == created["metadata"]["uid"]
+    )

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import base64
+import http.server
+import ssl
+import subprocess
+import threading
 from pathlib import Path
 
 import certifi
 import pytest
-import urllib3
 
 from baseten_operator.baseten.connections import Connections, ca_bundle, proxy_for
+from baseten_operator.runtime.http1 import Proxy, TLSFailed
+from baseten_operator.runtime.tlscert import self_signed_pem
 
 BASE = "https://api.baseten.co/v1"
 
@@ -23,15 +29,56 @@ def test_tls_trusts_certifi_unless_a_bundle_variable_names_another(tmp_path: Pat
     assert ca_bundle({"REQUESTS_CA_BUNDLE": "  "}) == certifi.where()  # blank is unset
 
 
+def _tls_server(tmp_path: Path) -> tuple[Path, str]:
+    """An HTTPS server for `localhost` answering `{}` to everything, and its certificate."""
+    cert_pem, key_pem = self_signed_pem(("localhost",))
+    cert, key = tmp_path / "server.crt", tmp_path / "server.key"
+    cert.write_bytes(cert_pem)
+    key.write_bytes(key_pem)
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"{}")
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return cert, f"https://localhost:{server.server_address[1]}"
+
+
+def _get(connections: Connections) -> int:
+    answer = connections.send(
+        "GET", "/v1/models", body=None, headers={}, connect_timeout=5, read_timeout=5
+    )
+    return answer.status
+
+
 def test_connections_verify_tls_against_the_bundle_file_or_directory(tmp_path: Path) -> None:
-    bundle = tmp_path / "ca.pem"
-    bundle.write_text(Path(certifi.where()).read_text())
-    pool = Connections(BASE, 4, {"SSL_CERT_FILE": str(bundle)})._pool
-    assert isinstance(pool, urllib3.HTTPSConnectionPool)
-    assert (pool.cert_reqs, pool.ca_certs) == ("CERT_REQUIRED", str(bundle))
-    pool = Connections(BASE, 4, {"SSL_CERT_FILE": str(tmp_path)})._pool
-    assert isinstance(pool, urllib3.HTTPSConnectionPool)
-    assert (pool.ca_cert_dir, pool.ca_certs) == (str(tmp_path), None)
+    cert, url = _tls_server(tmp_path)
+    assert _get(Connections(url, 4, {"SSL_CERT_FILE": str(cert)})) == 200
+    with pytest.raises(TLSFailed, match="CERTIFICATE_VERIFY_FAILED"):
+        _get(Connections(url, 4, {}))  # certifi's CAs do not know it
+    # A directory is OpenSSL's hashed-name store.
+    store = tmp_path / "cas"
+    store.mkdir()
+    subject_hash = subprocess.run(
+        ["openssl", "x509", "-hash", "-noout", "-in", str(cert)],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    with pytest.raises(TLSFailed):
+        _get(Connections(url, 4, {"REQUESTS_CA_BUNDLE": str(store)}))
+    (store / f"{subject_hash}.0").write_bytes(cert.read_bytes())
+    assert _get(Connections(url, 4, {"REQUESTS_CA_BUNDLE": str(store)})) == 200
 
 
 @pytest.mark.parametrize(
@@ -72,20 +119,16 @@ def test_no_proxy_takes_addresses_and_networks(url: str, no_proxy: str, bypassed
 
 def test_a_proxy_tunnels_https_and_carries_its_credentials() -> None:
     environ = {"HTTPS_PROXY": "http://user:p%40ss@proxy:3128"}
-    connections = Connections(BASE, 4, environ)
-    manager = connections._manager
-    assert isinstance(manager, urllib3.ProxyManager)
-    assert manager.proxy is not None and manager.proxy.url == "http://proxy:3128"
-    assert (
-        manager.proxy_headers["proxy-authorization"]
-        == urllib3.make_headers(proxy_basic_auth="user:p@ss")["proxy-authorization"]
+    pool = Connections(BASE, 4, environ)._pool
+    credentials = base64.b64encode(b"user:p@ss").decode()
+    assert pool._proxy == Proxy(
+        "http://proxy:3128", {"Proxy-Authorization": f"Basic {credentials}"}
     )
-    # HTTPS goes through a CONNECT tunnel: the pool is the API host's, not the proxy's.
-    assert connections._pool.host == "api.baseten.co"
-    assert not connections._forwarded
+    # HTTPS goes through a CONNECT tunnel to the API's host (runtime/http1.py tests both ways).
+    assert (pool.host, pool._forwarded) == ("api.baseten.co", False)
 
 
 def test_plain_http_through_a_proxy_is_forwarded_to_it() -> None:
-    connections = Connections("http://api.test/v1", 4, {"HTTP_PROXY": "http://proxy:3128"})
-    assert connections._forwarded
-    assert isinstance(connections._manager, urllib3.ProxyManager)
+    pool = Connections("http://api.test/v1", 4, {"HTTP_PROXY": "http://proxy:3128"})._pool
+    assert pool._forwarded
+    assert pool._proxy == Proxy("http://proxy:3128", {})

@@ -9,24 +9,26 @@ from typing import Any
 
 import pytest
 import structlog
-import urllib3.exceptions
 
 from baseten_operator.baseten.client import BasetenClient
 from baseten_operator.baseten.errors import BasetenAPIError, RateLimited
 from baseten_operator.runtime.clock import FakeClock
 from baseten_operator.runtime.fence import NotLeader, WriteFence
+from baseten_operator.runtime.http1 import (
+    AnswerBroken,
+    ConnectFailed,
+    ConnectTimedOut,
+    ReadTimedOut,
+)
 from testsupport.http_mock import HttpMock
 from testsupport.polling import wait_for
 
 ACTIVATE_TEMPLATE = "/v1/models/{model_id}/deployments/{deployment_id}/activate"
 
 
-def refused() -> urllib3.exceptions.NewConnectionError:
-    """What urllib3 raises when nothing listens: the server never saw the request."""
-    return urllib3.exceptions.NewConnectionError(
-        None,  # type: ignore[arg-type]
-        "Failed to establish a new connection: [Errno 111] Connection refused",
-    )
+def refused() -> ConnectFailed:
+    """What the pool raises when nothing listens: the server never saw the request."""
+    return ConnectFailed("Failed to establish a new connection: [Errno 111] Connection refused")
 
 
 def test_401_is_not_retried_and_carries_the_server_message(
@@ -299,7 +301,7 @@ def test_post_is_retried_when_the_connection_was_never_made(
 ) -> None:
     url = f"{base_url}/models/m1/environments/production/promote"
     rsps.post(url, body=refused())
-    rsps.post(url, body=urllib3.exceptions.ConnectTimeoutError("connect timed out"))
+    rsps.post(url, body=ConnectTimedOut("connect timed out"))
     rsps.post(url, json=api_json.deployment())
     assert client.promote("m1", "production", "dep1").id == "dep1"
     assert len(rsps.calls) == 3
@@ -308,8 +310,8 @@ def test_post_is_retried_when_the_connection_was_never_made(
 @pytest.mark.parametrize(
     "failure",
     [
-        urllib3.exceptions.ReadTimeoutError(None, "/v1/x", "read timed out"),  # type: ignore[arg-type]
-        urllib3.exceptions.ProtocolError("Connection aborted.", ConnectionResetError()),
+        ReadTimedOut("read timed out"),
+        AnswerBroken("connection broken: [Errno 104] Connection reset by peer"),
     ],
 )
 def test_post_is_not_retried_when_the_request_may_have_been_sent(
@@ -326,7 +328,7 @@ def test_post_is_not_retried_when_the_request_may_have_been_sent(
 
 
 def test_timeout_message_says_timeout(client: BasetenClient, rsps: HttpMock, base_url: str) -> None:
-    slow = urllib3.exceptions.ReadTimeoutError(None, "/v1/x", "slow")  # type: ignore[arg-type]
+    slow = ReadTimedOut("slow")
     rsps.post(f"{base_url}/models/m1/deployments/d1/retry", body=slow)
     with pytest.raises(BasetenAPIError, match=r"^timeout on POST /v1/models/\{model_id\}"):
         client.retry_deployment("m1", "d1")
@@ -404,7 +406,7 @@ class TestTheKeyNeverLeaks:
         caplog: pytest.LogCaptureFixture,
     ) -> None:
         # A library message that dumps the request, headers included.
-        leaky = urllib3.exceptions.ProtocolError(
+        leaky = AnswerBroken(
             f"failed sending {{'Authorization': 'Bearer {api_key}'}} key={api_key}"
         )
         rsps.get(f"{base_url}/models", body=leaky)

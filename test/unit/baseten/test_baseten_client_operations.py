@@ -405,4 +405,4 @@ def test_from_env_without_key_is_a_config_error(
 def test_the_pool_keeps_enough_connections_for_all_workers() -> None:
     connections = BasetenClient("k")._transport._http
     assert isinstance(connections, Connections)
-    assert connections._pool.pool is not None and connections._pool.pool.maxsize >= 20
+    assert connections._pool._maxsize >= 20

@@ -6,7 +6,6 @@ import inspect
 from typing import Any
 
 import pytest
-import urllib3
 
 from baseten_operator.baseten.client import BasetenClient
 from baseten_operator.baseten.errors import AmbiguousModelName, BasetenAPIError, RateLimited
@@ -71,7 +70,7 @@ def test_nothing_but_a_get_leaves_the_connections(method: str) -> None:
         mock.add(method, f"{CLOSED}/models", status=200)
         with pytest.raises(WriteRefused):
             read_only_connections(CLOSED).send(
-                method, "/v1/models", body=None, headers={}, timeout=urllib3.Timeout(1.0)
+                method, "/v1/models", body=None, headers={}, connect_timeout=1, read_timeout=1
             )
         assert len(mock.calls) == 0
 

@@ -13,7 +13,8 @@ from kubernetes.config.config_exception import ConfigException
 
 from baseten_operator.runtime.client import (
     AUTH_REFRESH_INTERVAL,
-    CONNECT_RETRIES,
+    CONNECT_RETRY_PAUSES,
+    WATCH_CONNECT_RETRIES,
     KubeClient,
     WatchStream,
 )
@@ -31,6 +32,7 @@ from baseten_operator.runtime.errors import (
     UnsupportedMediaType,
     api_error,
 )
+from baseten_operator.runtime.http1 import ConnectFailed, ReadTimedOut
 from baseten_operator.runtime.resource import CONFIGMAPS, CRDS, LEASES, Resource, object_key
 from testsupport.http_mock import HttpMock
 
@@ -162,9 +164,10 @@ def test_auto_uses_kubeconfig_env_then_home_then_in_cluster(
     configuration = client.api_client.configuration
     assert configuration.host == "http://127.0.0.1:6443"
     assert configuration.auth_settings()["BearerToken"]["value"] == "Bearer secret-token"
-    assert configuration.retries is CONNECT_RETRIES
+    assert configuration.retries is WATCH_CONNECT_RETRIES
     # Room for every connection one process holds at once (watches, workers, Event writers).
     assert client.api_client.rest_client.pool_manager.connection_pool_kw["maxsize"] == 32
+    assert client._http._maxsize == 32
 
     monkeypatch.delenv("KUBECONFIG")
     monkeypatch.setenv("HOME", str(tmp_path))
@@ -244,3 +247,31 @@ def test_a_refused_connection_is_a_connection_failed_error() -> None:
     kube, _ = bearer_client("t0")
     with HttpMock(), pytest.raises(ConnectionFailed, match="GET /api/v1/namespaces/ns"):
         kube.get(CONFIGMAPS, "a", "ns")  # nothing registered: refused
+
+
+def test_a_request_that_could_not_connect_is_tried_again_and_one_that_was_sent_never() -> None:
+    kube, _ = bearer_client("t0")
+    url = f"{API}/api/v1/namespaces/ns/configmaps/a"
+    refused = ConnectFailed("Failed to establish a new connection: [Errno 111] refused")
+    with HttpMock() as http:
+        for _ in CONNECT_RETRY_PAUSES:
+            http.get(url, body=refused)
+        http.get(url, json={"kind": "ConfigMap"})
+        assert kube.get(CONFIGMAPS, "a", "ns") == {"kind": "ConfigMap"}
+    assert len(http.calls) == len(CONNECT_RETRY_PAUSES) + 1
+    with HttpMock() as http:
+        http.post(f"{API}/api/v1/namespaces/ns/configmaps", body=ReadTimedOut("no answer"))
+        with pytest.raises(ConnectionFailed, match="no answer"):
+            kube.create(CONFIGMAPS, {"metadata": {"name": "a"}}, "ns")
+    assert len(http.calls) == 1  # it may have been acted on: the caller decides
+
+
+def test_the_lease_client_makes_one_attempt_on_its_own_connections() -> None:
+    kube, _ = bearer_client("t0")
+    lease_client = kube.without_connect_retries()
+    assert lease_client._http is not kube._http
+    with HttpMock() as http:
+        http.get(f"{API}/api/v1/namespaces/ns/configmaps/a", body=ConnectFailed("refused"))
+        with pytest.raises(ConnectionFailed, match="refused"):
+            lease_client.get(CONFIGMAPS, "a", "ns")
+    assert len(http.calls) == 1

@@ -1,0 +1,427 @@
+"""A lean HTTP/1.1 client: whole answers over kept-alive connections to one origin.
+
+The API clients' requests go through it (Kubernetes watches aside). urllib3 and
+http.client did the same job at several times the CPU per request: the email
+package's header parser, a wrapper response object, header dictionaries, per-call timeout
+and retry objects. That was most of a steady pass's cost (docs/performance.md). Here a
+request is one `sendall`, and its answer is parsed from one buffer.
+
+Its scope is what the operator's servers send: HTTP/1.1 or 1.0 answers, bodies framed by
+Content-Length, chunked or ended by the close, gzip or deflate content coding, TLS, and a
+proxy (absolute-form requests for http, a CONNECT tunnel for https). Streaming answers
+(watches) are not its job, and nothing is retried here: the callers decide what may be
+repeated, knowing from the failure's type whether the server can have seen the request.
+
+Failures are OSErrors:
+- `ConnectFailed`: no connection (refused, no route, name unknown); the server never saw
+  the request. Its subclasses: `ConnectTimedOut`, `TLSFailed`, `ProxyFailed`.
+- `ReadTimedOut`: no answer within the read timeout; the server may have acted.
+- `AnswerBroken`: the connection closed or broke mid-exchange, or the answer is not HTTP.
+"""
+
+from __future__ import annotations
+
+import select
+import socket
+import ssl
+import threading
+import zlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+# Bigger heads (status line and headers) are refused: no server of ours sends one.
+MAX_HEAD_BYTES = 64 * 1024
+_RECV_BYTES = 256 * 1024
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+# Methods whose request has a body by definition: they always send a Content-Length.
+_BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+
+
+class HttpFailure(OSError):
+    """A request that got no answer."""
+
+
+class ConnectFailed(HttpFailure):
+    """No connection was made: the server never saw the request."""
+
+
+class ConnectTimedOut(ConnectFailed):
+    pass
+
+
+class TLSFailed(ConnectFailed):
+    pass
+
+
+class ProxyFailed(ConnectFailed):
+    pass
+
+
+class ReadTimedOut(HttpFailure):
+    """The request was sent and no answer came in time: the server may have acted on it."""
+
+
+class AnswerBroken(HttpFailure):
+    """The connection closed or broke mid-exchange, or what came back is not HTTP."""
+
+
+class Headers:
+    """An answer's headers, looked up case-insensitively; repeated ones joined by ", "."""
+
+    __slots__ = ("_fields",)
+
+    def __init__(self, fields: dict[str, str]) -> None:
+        self._fields = fields  # lowercase names
+
+    def get(self, name: str, default: str | None = None) -> str | None:
+        return self._fields.get(name.lower(), default)
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and name.lower() in self._fields
+
+    def items(self) -> list[tuple[str, str]]:
+        return list(self._fields.items())
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    status: int
+    reason: str
+    headers: Headers
+    data: bytes
+
+
+class Connection:
+    """One socket and what was read from it beyond the last answer (nothing, normally)."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self._buffer = bytearray()
+        self._timeout = sock.gettimeout()
+        self._poller = select.poll()
+        self._poller.register(sock, select.POLLIN)
+        # Whether the last answer left the connection fit for another request.
+        self.reusable = False
+
+    def exchange(self, request: bytes, read_timeout: float | None, *, head: bool) -> Answer:
+        """Send `request` and read its whole answer."""
+        if read_timeout != self._timeout:
+            self.sock.settimeout(read_timeout)
+            self._timeout = read_timeout
+        try:
+            self.sock.sendall(request)
+            return self._read_answer(head)
+        except TimeoutError as exc:
+            raise ReadTimedOut(f"no answer within {read_timeout} s") from exc
+        except (ssl.SSLError, OSError) as exc:
+            if isinstance(exc, HttpFailure):
+                raise
+            raise AnswerBroken(f"connection broken: {exc}") from exc
+
+    def _read_answer(self, head: bool) -> Answer:
+        while True:
+            status, reason, http10, fields = _parse_head(self._read_head())
+            if not 100 <= status < 200 or status == 101:
+                break  # 1xx answers (100 Continue) precede the real one
+        connection = fields.get("connection", "").lower()
+        if head or status in (204, 304) or 100 <= status < 200:
+            data, framed = b"", True
+        elif "chunked" in fields.get("transfer-encoding", "").lower():
+            data, framed = self._read_chunked(), True
+        elif "content-length" in fields:
+            data, framed = self._read_exactly(_length(fields["content-length"])), True
+        else:
+            data, framed = self._read_to_close(), False
+        keep_alive = "keep-alive" in connection if http10 else "close" not in connection
+        self.reusable = framed and keep_alive and not self._buffer
+        return Answer(status, reason, Headers(fields), _decoded(data, fields))
+
+    def alive(self) -> bool:
+        """Whether an idle connection may carry a request: the server has neither closed
+        it nor sent anything unasked (either makes it readable)."""
+        return not self._buffer and not self._poller.poll(0)
+
+    def close(self) -> None:
+        self.sock.close()
+
+    # -- reading ------------------------------------------------------------------------
+
+    def _fill(self) -> None:
+        chunk = self.sock.recv(_RECV_BYTES)
+        if not chunk:
+            raise AnswerBroken(
+                "connection closed mid-answer" if self._buffer else "connection closed"
+            )
+        self._buffer += chunk
+
+    def _read_head(self) -> bytes:
+        searched = 0
+        while True:
+            end = self._buffer.find(b"\n\r\n", searched)
+            bare = self._buffer.find(b"\n\n", searched)  # tolerated: LF-only line ends
+            if bare >= 0 and (end < 0 or bare < end):
+                return self._take(bare + 2)[:bare]
+            if end >= 0:
+                return self._take(end + 3)[:end]
+            if len(self._buffer) > MAX_HEAD_BYTES:
+                raise AnswerBroken(f"answer head longer than {MAX_HEAD_BYTES} bytes")
+            searched = max(0, len(self._buffer) - 2)
+            self._fill()
+
+    def _read_line(self) -> bytes:
+        while (end := self._buffer.find(b"\n")) < 0:
+            if len(self._buffer) > MAX_HEAD_BYTES:
+                raise AnswerBroken("chunk header line too long")
+            self._fill()
+        return self._take(end + 1).rstrip(b"\r\n")
+
+    def _read_exactly(self, size: int) -> bytes:
+        while len(self._buffer) < size:
+            self._fill()
+        return self._take(size)
+
+    def _read_chunked(self) -> bytes:
+        parts = []
+        while True:
+            size_field = self._read_line().split(b";", 1)[0].strip()
+            try:
+                size = int(size_field, 16)
+            except ValueError:
+                raise AnswerBroken(f"bad chunk size {size_field[:20]!r}") from None
+            if size == 0:
+                break
+            parts.append(self._read_exactly(size))
+            if self._read_line():
+                raise AnswerBroken("chunk not followed by its line end")
+        while self._read_line():  # trailer fields, unused
+            pass
+        return b"".join(parts)
+
+    def _read_to_close(self) -> bytes:
+        while chunk := self.sock.recv(_RECV_BYTES):
+            self._buffer += chunk
+        return self._take(len(self._buffer))
+
+    def _take(self, size: int) -> bytes:
+        taken = bytes(self._buffer[:size])
+        del self._buffer[:size]
+        return taken
+
+
+def _parse_head(head: bytes) -> tuple[int, str, bool, dict[str, str]]:
+    """(status, reason, HTTP/1.0, fields with lowercase names)."""
+    lines = head.decode("iso-8859-1").split("\n")
+    version, _, rest = lines[0].rstrip("\r").partition(" ")
+    code, _, reason = rest.partition(" ")
+    if not version.startswith("HTTP/1.") or not code.isdigit():
+        raise AnswerBroken(f"not an HTTP/1.x answer: {lines[0][:80]!r}")
+    fields: dict[str, str] = {}
+    name = ""
+    for line in lines[1:]:
+        line = line.rstrip("\r")
+        if line[:1] in (" ", "\t") and name:  # an obsolete folded continuation
+            fields[name] += " " + line.strip()
+            continue
+        raw_name, colon, value = line.partition(":")
+        if not colon or not raw_name.strip():
+            raise AnswerBroken(f"malformed header line {line[:80]!r}")
+        name, value = raw_name.strip().lower(), value.strip()
+        fields[name] = f"{fields[name]}, {value}" if name in fields else value
+    return int(code), reason.strip(), version == "HTTP/1.0", fields
+
+
+def _length(value: str) -> int:
+    try:
+        length = int(value)
+    except ValueError:
+        length = -1
+    if length < 0:
+        raise AnswerBroken(f"bad Content-Length {value[:20]!r}")
+    return length
+
+
+def _decoded(data: bytes, fields: Mapping[str, str]) -> bytes:
+    coding = fields.get("content-encoding", "").strip().lower()
+    if not data or coding in ("", "identity"):
+        return data
+    try:
+        if coding in ("gzip", "x-gzip"):
+            return zlib.decompress(data, 16 + zlib.MAX_WBITS)
+        if coding == "deflate":
+            try:
+                return zlib.decompress(data)
+            except zlib.error:  # raw deflate, without the zlib wrapper some servers omit
+                return zlib.decompress(data, -zlib.MAX_WBITS)
+    except zlib.error as exc:
+        raise AnswerBroken(f"body does not decode as {coding}: {exc}") from None
+    raise AnswerBroken(f"unsupported content coding {coding!r}")
+
+
+@dataclass(frozen=True)
+class Proxy:
+    """A forwarding proxy: its URL (no credentials) and the headers it is sent."""
+
+    url: str
+    headers: Mapping[str, str]
+
+
+class Pool:
+    """Kept-alive connections to one origin, used last in first out.
+
+    Thread-safe; a connection serves one request at a time and goes back to the pool only
+    after a complete answer that leaves it reusable. `on_use` is told each connection a
+    request is about to use (a caller's total deadline can then shut its socket down).
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        tls: ssl.SSLContext | None = None,
+        server_hostname: str | None = None,
+        proxy: Proxy | None = None,
+        maxsize: int = 32,
+        on_use: Callable[[Connection], None] | None = None,
+    ) -> None:
+        parts = urlsplit(url)
+        if parts.scheme not in _DEFAULT_PORTS or not parts.hostname:
+            raise ValueError(f"not an http(s) URL: {url!r}")
+        self.scheme = parts.scheme
+        self.host = parts.hostname
+        self.port = parts.port or _DEFAULT_PORTS[parts.scheme]
+        default_port = self.port == _DEFAULT_PORTS[parts.scheme]
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        self._host_field = host if default_port else f"{host}:{self.port}"
+        self.origin = f"{self.scheme}://{self._host_field}"
+        self._tls = (tls or ssl.create_default_context()) if self.scheme == "https" else None
+        self._server_hostname = server_hostname or self.host
+        self._proxy = proxy
+        # Plain HTTP through a proxy is forwarded (absolute-form targets); HTTPS tunnels.
+        self._forwarded = proxy is not None and self._tls is None
+        self._maxsize = maxsize
+        self._on_use = on_use
+        self._idle: list[Connection] = []
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def request(
+        self,
+        method: str,
+        target: str,
+        *,
+        headers: Mapping[str, str],
+        body: bytes | None = None,
+        connect_timeout: float | None,
+        read_timeout: float | None,
+    ) -> Answer:
+        """`target`: the path and query. Raises an HttpFailure when no answer came."""
+        message = self._message(method, target, headers, body)
+        connection = self._checkout(connect_timeout)
+        if self._on_use is not None:
+            self._on_use(connection)
+        try:
+            answer = connection.exchange(message, read_timeout, head=method == "HEAD")
+        except BaseException:
+            connection.close()
+            raise
+        self._checkin(connection)
+        return answer
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for connection in idle:
+            connection.close()
+
+    # -- connections ----------------------------------------------------------------------
+
+    def _checkout(self, connect_timeout: float | None) -> Connection:
+        while True:
+            with self._lock:
+                connection = self._idle.pop() if self._idle else None
+            if connection is None:
+                return self._connect(connect_timeout)
+            if connection.alive():
+                return connection
+            connection.close()
+
+    def _checkin(self, connection: Connection) -> None:
+        if connection.reusable:
+            with self._lock:
+                if not self._closed and len(self._idle) < self._maxsize:
+                    self._idle.append(connection)
+                    return
+        connection.close()
+
+    def _connect(self, timeout: float | None) -> Connection:
+        where = urlsplit(self._proxy.url) if self._proxy else None
+        host = where.hostname if where else self.host
+        port = (where.port or _DEFAULT_PORTS.get(where.scheme, 80)) if where else self.port
+        try:
+            sock = socket.create_connection((host, port), timeout)
+        except TimeoutError:
+            raise ConnectTimedOut(
+                f"Connection to {host} timed out. (connect timeout={timeout})"
+            ) from None
+        except OSError as exc:
+            raise ConnectFailed(f"Failed to establish a new connection: {exc}") from None
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if self._tls is not None:
+                if self._proxy is not None:
+                    self._tunnel(sock)
+                sock = self._tls.wrap_socket(sock, server_hostname=self._server_hostname)
+        except BaseException as exc:
+            sock.close()
+            if isinstance(exc, HttpFailure):
+                raise
+            if isinstance(exc, ssl.SSLError):
+                raise TLSFailed(f"TLS with {self.host} failed: {exc}") from None
+            if isinstance(exc, TimeoutError):
+                raise ConnectTimedOut(f"Connection to {host} timed out during set-up") from None
+            if isinstance(exc, OSError):
+                raise ConnectFailed(f"Failed to establish a new connection: {exc}") from None
+            raise
+        return Connection(sock)
+
+    def _tunnel(self, sock: socket.socket) -> None:
+        """CONNECT through the proxy to this origin; the socket then carries TLS to it."""
+        assert self._proxy is not None
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        authority = f"{host}:{self.port}"
+        fields = {"Host": authority, **self._proxy.headers}
+        request = _encode(f"CONNECT {authority} HTTP/1.1", fields, None)
+        tunnel = Connection(sock)
+        try:
+            answer = tunnel.exchange(request, sock.gettimeout(), head=True)
+        except HttpFailure as exc:
+            raise ProxyFailed(f"proxy tunnel to {authority} failed: {exc}") from None
+        if not 200 <= answer.status < 300:
+            raise ProxyFailed(
+                f"proxy refused a tunnel to {authority}: {answer.status} {answer.reason}"
+            )
+
+    def _message(
+        self, method: str, target: str, headers: Mapping[str, str], body: bytes | None
+    ) -> bytes:
+        fields = {"Host": self._host_field, **headers}
+        if self._forwarded:
+            assert self._proxy is not None
+            target = self.origin + target
+            fields.update(self._proxy.headers)
+        if body is not None or method in _BODY_METHODS:
+            fields["Content-Length"] = str(len(body or b""))
+        return _encode(f"{method} {target} HTTP/1.1", fields, body)
+
+
+def _encode(request_line: str, fields: Mapping[str, str], body: bytes | None) -> bytes:
+    lines = [request_line]
+    for name, value in fields.items():
+        lines.append(f"{name}: {value}")
+    for line in lines:
+        if "\n" in line or "\r" in line:  # would smuggle a header or a second request
+            raise ValueError(f"line break in a request line or header: {line[:40]!r}")
+    message = ("\r\n".join(lines) + "\r\n\r\n").encode("iso-8859-1")
+    return message + body if body else message
