@@ -6,10 +6,11 @@ time with `FakeClock.advance` and never sleep for real.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 import weakref
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Protocol
 
 
@@ -37,7 +38,17 @@ def rfc3339(clock: Clock) -> str:
 
 def format_rfc3339(epoch: float) -> str:
     """`rfc3339` of a given moment (seconds since the epoch)."""
-    return datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    global _last_formatted
+    second = math.floor(epoch)
+    cached_second, text = _last_formatted
+    if second != cached_second:  # every status render asks, mostly within one second
+        text = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(second))
+        _last_formatted = (second, text)
+    return text
+
+
+# The last second `format_rfc3339` formatted; one tuple, so readers never see half of it.
+_last_formatted: tuple[int, str] = (-1, "")
 
 
 def parse_rfc3339(value: str | None) -> float | None:
