@@ -287,7 +287,7 @@ class Controller:
         keys |= {
             "namespace": request.namespace,
             "name": request.name,
-            "reconcileID": str(uuid.uuid4()),
+            "reconcileID": _new_reconcile_id,  # made only if the pass logs
         }
         return keys
 
@@ -344,3 +344,7 @@ class Controller:
         else:
             self._queue.forget(request)
             self._total["success"].inc()
+
+
+def _new_reconcile_id() -> str:
+    return str(uuid.uuid4())

@@ -20,6 +20,7 @@ import threading
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import Any, Literal, TextIO
 from urllib.parse import quote, quote_plus
@@ -173,6 +174,7 @@ def _stamp_time(_logger: WrappedLogger, _method: str, event_dict: EventDict) -> 
 def _shared_processors() -> list[Processor]:
     return [
         structlog.contextvars.merge_contextvars,
+        _merge_bound,
         structlog.stdlib.add_log_level,
         structlog.stdlib.add_logger_name,
         structlog.stdlib.PositionalArgumentsFormatter(),
@@ -290,8 +292,37 @@ def configure_logging(
         logging.getLogger(name).setLevel(max(numeric_level, library_level))
 
 
+# What `bound_context` blocks bind, in one context variable: structlog's own binding costs
+# a context variable and a token per key, on every pass, though most passes log nothing.
+_BOUND: ContextVar[dict[str, Any] | None] = ContextVar("bound_log_keys", default=None)
+
+
 @contextmanager
 def bound_context(**values: Any) -> Iterator[None]:
-    """Bind `values` to every log line of this thread (and context) for the block."""
-    with structlog.contextvars.bound_contextvars(**values):
+    """Bind `values` to every log line of this thread (and context) for the block.
+
+    A callable value is called once, when a line first needs it: an ID no line logs is
+    never made.
+    """
+    token = _BOUND.set({**(_BOUND.get() or {}), **values})
+    try:
         yield
+    finally:
+        _BOUND.reset(token)
+
+
+def bound_keys() -> dict[str, Any]:
+    """What the enclosing `bound_context` blocks bind, callables resolved."""
+    keys = _BOUND.get()
+    if not keys:
+        return {}
+    for key, value in keys.items():
+        if callable(value):
+            keys[key] = value()  # replaces a key's value: the dict keeps its size
+    return dict(keys)
+
+
+def _merge_bound(_logger: WrappedLogger, _method: str, event_dict: EventDict) -> EventDict:
+    for key, value in bound_keys().items():
+        event_dict.setdefault(key, value)
+    return event_dict

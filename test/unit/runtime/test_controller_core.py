@@ -16,6 +16,7 @@ from baseten_operator.runtime.controller import (
     TerminalError,
 )
 from baseten_operator.runtime.fence import NotLeader
+from baseten_operator.runtime.logging import bound_keys
 from baseten_operator.runtime.resource import Resource
 from baseten_operator.runtime.workqueue import DEFAULT_PRIORITY, LOW_PRIORITY
 
@@ -35,7 +36,7 @@ class ScriptedReconciler:
     def reconcile(self, request: Request) -> Result:
         with self._lock:
             self.calls.append(request)
-            self.contexts.append(structlog.contextvars.get_contextvars())
+            self.contexts.append(bound_keys())
             answers = self.script.get(str(request), [Result()])
             answer = answers.pop(0) if len(answers) > 1 else answers[0]
         if isinstance(answer, BaseException):
