@@ -4,7 +4,11 @@ Guarantees the controller relies on:
 - an item is queued at most once (the dirty set), however often it is added;
 - an item being processed is never handed to a second worker; if it is added while
   processing, it is queued again when `done` is called, so the latest state is seen;
-- `add_after` delays an item (earliest deadline wins for an item already waiting);
+- `add_after` delays an item (earliest deadline wins for an item already waiting); it is
+  never released before its deadline, except beside an item that is due: the waiter then
+  also releases the items within DELAY_SLACK of their own delay from being due, so one
+  wake-up serves a run of nearby deadlines (the kernel's timer slack, for the same reason:
+  a wake-up is what costs);
 - `add_rate_limited` delays by the rate limiter's answer, `forget` resets it;
 - after `shutdown`, adds are ignored and `get` hands out what is still queued, then
   reports shutdown; `shut_down_with_drain` also waits for in-flight items.
@@ -30,6 +34,8 @@ from baseten_operator.runtime.tokenbucket import TokenBucket
 
 DEFAULT_PRIORITY = 0
 LOW_PRIORITY = -100
+# The fraction of its delay an item may be released early, beside a due one.
+DELAY_SLACK = 0.01
 
 
 class RateLimiter(Protocol):
@@ -144,10 +150,11 @@ class RateLimitingQueue:
         self._shutting_down = False
         self._draining = False
 
-        # Delayed items: a heap of (ready_at, sequence, item); `_ready_at` holds the live
-        # deadline per item, so superseded heap entries are skipped when popped, and
-        # `_waiting_priority` the priority the item is added with once due.
-        self._waiting: list[tuple[float, int, Any]] = []
+        # Delayed items: a heap of (ready_at, sequence, item, release_from), the last the
+        # earliest moment the slack allows; `_ready_at` holds the live deadline per item, so
+        # superseded heap entries are skipped when popped, and `_waiting_priority` the
+        # priority the item is added with once due.
+        self._waiting: list[tuple[float, int, Any, float]] = []
         self._ready_at: dict[Any, float] = {}
         self._waiting_priority: dict[Any, int] = {}
         self._sequence = itertools.count()
@@ -291,7 +298,8 @@ class RateLimitingQueue:
             self._ready_at[item] = ready_at
             self._waiting_priority[item] = max(priority, self._waiting_priority.get(item, priority))
             earliest = not self._waiting or ready_at < self._waiting[0][0]
-            heapq.heappush(self._waiting, (ready_at, next(self._sequence), item))
+            release_from = ready_at - seconds * DELAY_SLACK
+            heapq.heappush(self._waiting, (ready_at, next(self._sequence), item, release_from))
             self._ensure_waiter_locked()
             if earliest:
                 # Otherwise the waiter already wakes sooner: waking it for every add would
@@ -310,11 +318,13 @@ class RateLimitingQueue:
         with self._lock:
             while not self._shutting_down:
                 now = self._clock.monotonic()
-                while self._waiting and self._waiting[0][0] <= now:
-                    ready_at, _, item = heapq.heappop(self._waiting)
-                    if self._ready_at.get(item) == ready_at:
-                        del self._ready_at[item]
-                        self._add_locked(item, self._waiting_priority.pop(item))
+                if self._waiting and self._waiting[0][0] <= now:
+                    # The due ones, and the nearly due ones behind them (their slack).
+                    while self._waiting and self._waiting[0][3] <= now:
+                        ready_at, _, item, _ = heapq.heappop(self._waiting)
+                        if self._ready_at.get(item) == ready_at:
+                            del self._ready_at[item]
+                            self._add_locked(item, self._waiting_priority.pop(item))
                 timeout = self._waiting[0][0] - now if self._waiting else None
                 self._clock.wait(self._delay_changed, timeout)
 

@@ -9,6 +9,7 @@ import pytest
 from baseten_operator.runtime.clock import FakeClock
 from baseten_operator.runtime.workqueue import (
     DEFAULT_PRIORITY,
+    DELAY_SLACK,
     LOW_PRIORITY,
     BucketRateLimiter,
     ItemExponentialFailureRateLimiter,
@@ -146,6 +147,23 @@ def test_add_after_releases_items_in_deadline_order(wait_until: WaitUntil) -> No
     assert q.get() == ("seven", False)
     clock.advance(3)
     assert q.get() == ("ten", False)
+
+
+def test_items_within_their_slack_go_with_a_due_one_and_never_early_alone() -> None:
+    clock = FakeClock()
+    q = RateLimitingQueue("slack", clock=clock)
+    q.add_after("marker", 5)
+    q.add_after("due", 10)
+    q.add_after("near", 10 + 10 * DELAY_SLACK / 2)  # within its slack of being due at 10
+    q.add_after("far", 10.5)  # beyond it: waits for its own deadline
+    clock.advance(5)
+    assert q.get() == ("marker", False)
+    assert len(q) == 0  # released in the same sweep as "marker", had they been
+    clock.advance(5)
+    assert [q.get()[0], q.get()[0]] == ["due", "near"]
+    assert len(q) == 0
+    clock.advance(0.5)
+    assert q.get() == ("far", False)
 
 
 def test_add_after_keeps_the_earliest_deadline_of_an_item() -> None:
