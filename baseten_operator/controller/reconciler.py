@@ -61,28 +61,20 @@ def parse_spec(obj: dict[str, Any]) -> tuple[BasetenModelSpec | None, list[str]]
         return None, problems
 
 
-ParsedSpec = tuple[BasetenModelSpec | None, list[str]]
-
-
 class BasetenModelReconciler:
     def __init__(self, deps: Dependencies) -> None:
         self._deps = deps
-        # Each CR's parsed spec, for the resourceVersion it was parsed from: a steady pass
-        # sees an unchanged object, and the spec model is never changed by a pass. One
-        # entry per live CR; a worker owns its key while it runs, so no lock.
-        self._specs: dict[tuple[str, str], tuple[str, ParsedSpec]] = {}
 
     def reconcile(self, request: Request) -> Result:
         cached = self._deps.models.get(request.namespace, request.name)
         if cached is None:  # step 1
             forget_model(request.namespace, request.name)
-            self._specs.pop((request.namespace, request.name), None)
             return Result()
         # The cache's dict is shared with every reader: a pass only reads it (StatusWriter
         # copies it before putting a new status in), so there is no per-pass deep copy.
         obj = cached
         writer = StatusWriter(self._deps.kube, obj, self._deps.clock)
-        spec, problems = self._parsed_spec(request, obj)
+        spec, problems = parse_spec(obj)
         if obj["metadata"].get("deletionTimestamp"):  # step 2
             return self._delete(obj, spec, writer)
         if spec is None:
@@ -111,16 +103,6 @@ class BasetenModelReconciler:
         finally:
             record_model(request.namespace, request.name, spec.model_name, p.env, writer.status)
         return result
-
-    def _parsed_spec(self, request: Request, obj: dict[str, Any]) -> ParsedSpec:
-        version = f"{obj['metadata'].get('uid')}/{obj['metadata'].get('resourceVersion')}"
-        key = (request.namespace, request.name)
-        known = self._specs.get(key)
-        if known is not None and known[0] == version:
-            return known[1]
-        parsed = parse_spec(obj)
-        self._specs[key] = (version, parsed)
-        return parsed
 
     def _run(self, p: Pass) -> NoReturn:
         p = admit(p)  # namespace policy and ownership, before any Baseten call
