@@ -149,11 +149,13 @@ def _mark_pushed(p: Pass, source: TrussSource) -> None:
     p.clear_retries()
 
 
-def _collect_outcome(p: Pass, ap: str, source: TrussSource) -> None:
+def _collect_outcome(p: Pass, ap: str, source: TrussSource) -> bool:
+    """Take the outcome of this CR's finished push, if any: True when it succeeded (and is
+    recorded); a failure ends the pass."""
     pusher = p.deps.pusher
     outcome: PushOutcome | None = pusher.take_outcome(p.key) if pusher is not None else None
     if outcome is None or outcome.deployment_name != source.name:
-        return  # nothing finished, or a push of a config the spec has since left
+        return False  # nothing finished, or a push of a config the spec has since left
     if outcome.succeeded:
         if outcome.model_id and not p.status.model_id:
             p.record_model_id(outcome.model_id)
@@ -161,7 +163,7 @@ def _collect_outcome(p: Pass, ap: str, source: TrussSource) -> None:
             # Unless a pass already found the deployment (and said so) while the push ran.
             p.event(EventReason.TRUSS_PUSH_COMPLETED, messages.push_completed_event(source.name))
         _mark_pushed(p, source)
-        return
+        return True
     _push_failed(p, ap, source.name, outcome.error or "unknown error")
 
 
@@ -233,6 +235,10 @@ def _push(p: Pass, model_id: str | None, ap: str, source: TrussSource) -> NoRetu
     if pusher is not None and pusher.in_flight(name):
         # Ours, or the same config in another environment: one push, one name.
         p.report(DEPLOYING, messages.push_in_progress(ap, name))
+        raise RequeueAfter(timing.push_poll)
+    if ours and _collect_outcome(p, ap, source):
+        # It finished after this pass first looked (a failure ended the pass just now): the
+        # success is recorded, and the status write brings the next pass, which goes on.
         raise RequeueAfter(timing.push_poll)
     if ours:
         # On record as pushing, yet no push of that name runs in this process, and the

@@ -112,6 +112,29 @@ def test_a_push_on_record_that_runs_nowhere_is_pushed_again_at_once(t) -> None:
     assert t.message() == f"truss push started for {NAME}"
 
 
+@pytest.mark.parametrize("error", ["build rejected", None])
+def test_a_push_that_ends_while_a_pass_looks_is_collected_not_taken_for_a_dead_one(
+    t, error: str | None
+) -> None:
+    t.run()
+    t.baseten.add_model()  # what a push that worked leaves
+
+    def finished_just_now(name: str) -> bool:
+        # The push ends between the pass's collecting of outcomes and its in-flight check.
+        t.pusher.finish(KEY, NAME, error=error, model_id="m1")
+        return False
+
+    t.pusher.in_flight = finished_just_now  # type: ignore[method-assign]
+    t.run()
+    assert len(t.pusher.launched) == 1  # no second push of the same name
+    assert not [m for _, _, m in t.events if "runs nowhere" in m]
+    if error is None:
+        assert t.status()["trussPushStatus"] == "TRUSS_PUSH_DONE"
+    else:
+        assert t.event("TrussPushFailed")[1].startswith(f"Truss push for '{NAME}' failed")
+        assert t.status()["trussPushFailureCount"] == 1
+
+
 def test_a_repeated_push_intent_is_still_checked_before_the_launch(t) -> None:
     t.run()
     t.pusher.running.clear()  # the replica that pushed stopped; its push died with it
