@@ -77,12 +77,6 @@ class Headers:
     def get(self, name: str, default: str | None = None) -> str | None:
         return self._fields.get(name.lower(), default)
 
-    def __contains__(self, name: object) -> bool:
-        return isinstance(name, str) and name.lower() in self._fields
-
-    def items(self) -> list[tuple[str, str]]:
-        return list(self._fields.items())
-
 
 @dataclass(frozen=True, slots=True)
 class Answer:
