@@ -128,9 +128,7 @@ class Connections:
         self._pool = Pool(
             base_url,
             tls=tls,
-            proxy=None
-            if proxy is None
-            else Proxy(_without_credentials(proxy), _proxy_headers(proxy)),
+            proxy=None if proxy is None else _proxy(proxy),
             maxsize=pool_size,
             # A call's deadline shuts down the socket of every connection the call used.
             on_use=register_with_deadline,
@@ -160,17 +158,14 @@ class Connections:
         self._pool.close()
 
 
-def _without_credentials(proxy: str) -> str:
-    parts = urlsplit(proxy)
+def _proxy(url: str) -> Proxy:
+    """The proxy of `url`, its user:password (if any) moved into Proxy-Authorization."""
+    parts = urlsplit(url)
     netloc = parts.hostname or ""
     if parts.port:
         netloc += f":{parts.port}"
-    return parts._replace(netloc=netloc).geturl()
-
-
-def _proxy_headers(proxy: str) -> dict[str, str]:
-    parts = urlsplit(proxy)
-    if parts.username is None:
-        return {}
-    credentials = f"{unquote(parts.username)}:{unquote(parts.password or '')}"
-    return {"Proxy-Authorization": "Basic " + base64.b64encode(credentials.encode()).decode()}
+    headers = {}
+    if parts.username is not None:
+        credentials = f"{unquote(parts.username)}:{unquote(parts.password or '')}"
+        headers["Proxy-Authorization"] = "Basic " + base64.b64encode(credentials.encode()).decode()
+    return Proxy(parts._replace(netloc=netloc).geturl(), headers)

@@ -7,7 +7,7 @@ resources alike. Requests go through a lean keep-alive pool (http1.py) built fro
 configuration; watches, long-lived streams, through the ApiClient's own urllib3 pool. The
 generated client's per-request work (serializing the body through its model sanitizer,
 rebuilding the URL and the auth settings) would be pure overhead for plain dicts. A
-request that could not connect is tried again (CONNECT_ATTEMPTS); one that may have
+request that could not connect is tried again (CONNECT_RETRY_PAUSES); one that may have
 reached the server never is: the caller decides. The bearer token is read
 once, unless the configuration has a refresh hook (kubeconfig tokens, exec plugins, OIDC,
 the service account's rotated token): that is asked again every few seconds, not on every
@@ -159,19 +159,12 @@ class _Wire:
         self.pool = manager.connection_from_url(host)
 
     def urlopen(
-        self,
-        method: str,
-        target: str,
-        *,
-        body: bytes | None,
-        headers: dict[str, str],
-        timeout: urllib3.Timeout,
+        self, method: str, target: str, *, headers: dict[str, str], timeout: urllib3.Timeout
     ) -> urllib3.BaseHTTPResponse:
         if self.forwarded:
             return self.manager.urlopen(
                 method,
                 self.origin + target,
-                body=body,
                 headers=headers,
                 timeout=timeout,
                 redirect=False,
@@ -180,7 +173,6 @@ class _Wire:
         return self.pool.urlopen(
             method,
             target,
-            body=body,
             headers=headers,
             timeout=timeout,
             redirect=False,
@@ -462,17 +454,18 @@ class KubeClient:
         self, method: str, target: str, headers: dict[str, str], body: bytes | None, bound: float
     ) -> Answer:
         """Send, trying again after each pause while no connection could be made."""
-        for pause in self._connect_retry_pauses:
+        pauses = iter(self._connect_retry_pauses)
+        while True:
             try:
                 return self._http.request(
                     method, target, headers=headers, body=body,
                     connect_timeout=bound, read_timeout=bound,
                 )  # fmt: skip
             except ConnectFailed:
+                pause = next(pauses, None)
+                if pause is None:
+                    raise
                 self._clock.sleep(pause)
-        return self._http.request(
-            method, target, headers=headers, body=body, connect_timeout=bound, read_timeout=bound
-        )
 
     def _send(
         self,
@@ -488,7 +481,6 @@ class KubeClient:
             return self._wire.urlopen(
                 method,
                 self._target(path, query),
-                body=None,
                 headers=self._headers(accept, "application/json"),
                 timeout=urllib3.Timeout(connect=timeout[0], read=timeout[1]),
             )

@@ -32,6 +32,9 @@ from urllib.parse import urlsplit
 
 # Bigger heads (status line and headers) are refused: no server of ours sends one.
 MAX_HEAD_BYTES = 64 * 1024
+# Bigger bodies (as sent, and once decoded) are refused rather than held in memory: the
+# largest the operator reads (a page of 500 objects, a model list) is a few MB.
+MAX_BODY_BYTES = 64 * 1024 * 1024
 _RECV_BYTES = 256 * 1024
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 # Methods whose request has a body by definition: they always send a Content-Length.
@@ -133,8 +136,11 @@ class Connection:
 
     def alive(self) -> bool:
         """Whether an idle connection may carry a request: the server has neither closed
-        it nor sent anything unasked (either makes it readable)."""
-        return not self._buffer and not self._poller.poll(0)
+        it nor sent anything unasked (either makes it readable, or leaves decrypted bytes
+        in the TLS layer)."""
+        if self._buffer or (isinstance(self.sock, ssl.SSLSocket) and self.sock.pending()):
+            return False
+        return not self._poller.poll(0)
 
     def close(self) -> None:
         self.sock.close()
@@ -171,12 +177,14 @@ class Connection:
         return self._take(end + 1).rstrip(b"\r\n")
 
     def _read_exactly(self, size: int) -> bytes:
+        _check_body_size(size)
         while len(self._buffer) < size:
             self._fill()
         return self._take(size)
 
     def _read_chunked(self) -> bytes:
         parts = []
+        total = 0
         while True:
             size_field = self._read_line().split(b";", 1)[0].strip()
             try:
@@ -185,6 +193,8 @@ class Connection:
                 raise AnswerBroken(f"bad chunk size {size_field[:20]!r}") from None
             if size == 0:
                 break
+            total += size
+            _check_body_size(total)
             parts.append(self._read_exactly(size))
             if self._read_line():
                 raise AnswerBroken("chunk not followed by its line end")
@@ -193,7 +203,11 @@ class Connection:
         return b"".join(parts)
 
     def _read_to_close(self) -> bytes:
-        while chunk := self.sock.recv(_RECV_BYTES):
+        while True:
+            _check_body_size(len(self._buffer))
+            chunk = self.sock.recv(_RECV_BYTES)
+            if not chunk:
+                break
             self._buffer += chunk
         return self._take(len(self._buffer))
 
@@ -225,6 +239,11 @@ def _parse_head(head: bytes) -> tuple[int, str, bool, dict[str, str]]:
     return int(code), reason.strip(), version == "HTTP/1.0", fields
 
 
+def _check_body_size(size: int) -> None:
+    if size > MAX_BODY_BYTES:
+        raise AnswerBroken(f"answer body larger than {MAX_BODY_BYTES} bytes")
+
+
 def _length(value: str) -> int:
     try:
         length = int(value)
@@ -241,15 +260,25 @@ def _decoded(data: bytes, fields: Mapping[str, str]) -> bytes:
         return data
     try:
         if coding in ("gzip", "x-gzip"):
-            return zlib.decompress(data, 16 + zlib.MAX_WBITS)
+            return _inflate(data, 16 + zlib.MAX_WBITS)
         if coding == "deflate":
             try:
-                return zlib.decompress(data)
+                return _inflate(data, zlib.MAX_WBITS)
             except zlib.error:  # raw deflate, without the zlib wrapper some servers omit
-                return zlib.decompress(data, -zlib.MAX_WBITS)
+                return _inflate(data, -zlib.MAX_WBITS)
     except zlib.error as exc:
         raise AnswerBroken(f"body does not decode as {coding}: {exc}") from None
     raise AnswerBroken(f"unsupported content coding {coding!r}")
+
+
+def _inflate(data: bytes, wbits: int) -> bytes:
+    """Decompress, refusing a body that grows past MAX_BODY_BYTES (a compression bomb)."""
+    inflater = zlib.decompressobj(wbits)
+    inflated = inflater.decompress(data, MAX_BODY_BYTES + 1)
+    _check_body_size(len(inflated))
+    if not inflater.eof:
+        raise zlib.error("incomplete or truncated stream")
+    return inflated
 
 
 @dataclass(frozen=True)

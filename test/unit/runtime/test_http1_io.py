@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from baseten_operator.runtime import http1
 from baseten_operator.runtime.http1 import (
     Answer,
     AnswerBroken,
@@ -404,3 +405,42 @@ def test_a_proxy_refusing_the_tunnel_is_a_proxy_failure(
     pool = Pool("https://api.test", proxy=Proxy(proxy.url, {}))
     with pytest.raises(ProxyFailed, match="407"):
         get(pool)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        b"HTTP/1.1 200 OK\r\nContent-Length: 2000\r\n\r\n",  # refused before reading it
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+        + b"200\r\n"
+        + b"x" * 512
+        + b"\r\n"
+        + b"200\r\n"
+        + b"x" * 512
+        + b"\r\n0\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\n\r\n" + b"x" * 2000,  # ended by the close
+        b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: %d\r\n\r\n%s"
+        % (len(gzip.compress(b"0" * 5000)), gzip.compress(b"0" * 5000)),  # small, inflates
+    ],
+    ids=["length", "chunked", "close", "gzip"],
+)
+def test_a_body_past_the_bound_is_refused_as_sent_or_once_decoded(
+    serve: Callable[..., ScriptedServer], monkeypatch: pytest.MonkeyPatch, answer: bytes
+) -> None:
+    monkeypatch.setattr(http1, "MAX_BODY_BYTES", 1000)
+
+    def script(peer: Peer) -> None:
+        peer.read_request()
+        peer.send(answer)
+
+    server = serve(script)
+    with pytest.raises(AnswerBroken, match="larger than 1000 bytes"):
+        get(Pool(server.url))
+
+
+def test_a_truncated_gzip_body_is_a_broken_answer(serve: Callable[..., ScriptedServer]) -> None:
+    cut = gzip.compress(b'{"big": true}' * 50)[:-12]
+    head = f"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: {len(cut)}\r\n\r\n"
+    server = serve(every_request(head.encode() + cut))
+    with pytest.raises(AnswerBroken, match="does not decode as gzip"):
+        get(Pool(server.url))
