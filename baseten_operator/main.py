@@ -22,6 +22,7 @@ from baseten_operator.controller.timing import Timing
 from baseten_operator.runtime.client import KubeClient
 from baseten_operator.runtime.clock import Clock, RealClock
 from baseten_operator.runtime.fence import WriteFence
+from baseten_operator.runtime.kubeconfig import KubeConfigError
 from baseten_operator.runtime.logging import configure_logging, register_secret
 from baseten_operator.runtime.manager import Manager, default_identity, install_signal_handlers
 from baseten_operator.runtime.recorder import EventRecorder
@@ -197,13 +198,19 @@ def run_operator(options: OperatorOptions) -> int:
         user_agent=user_agent(identity),
         time_scale=options.time_scale,
     )
-    kube = (
-        KubeClient.from_kubeconfig(options.kubeconfig) if options.kubeconfig else KubeClient.auto()
-    )
+    try:
+        kube = (
+            KubeClient.from_kubeconfig(options.kubeconfig)
+            if options.kubeconfig
+            else KubeClient.auto()
+        )
+    except KubeConfigError as error:
+        print(f"baseten-operator: {error}", file=sys.stderr)
+        return EXIT_CONFIG_ERROR
     if options.enable_http2:
         log.warning("--enable-http2 is accepted but not implemented: serving HTTP/1.1")
     # Kubernetes writes name the replica too (audit logs, the soak's fencing checks).
-    kube.api_client.user_agent = user_agent(identity)
+    kube.user_agent = user_agent(identity)
     manager = build_operator(
         options,
         kube=kube,

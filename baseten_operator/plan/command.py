@@ -31,6 +31,7 @@ from baseten_operator.plan.world import (
 from baseten_operator.runtime.client import KubeClient
 from baseten_operator.runtime.clock import RealClock
 from baseten_operator.runtime.errors import ApiError
+from baseten_operator.runtime.kubeconfig import KubeConfigError
 from baseten_operator.runtime.logging import configure_logging
 
 # Like `terraform plan -detailed-exitcode`.
@@ -154,7 +155,7 @@ def run_plan(args: argparse.Namespace) -> int:
             namespace_client=read_only_clients(client.base_url, args.baseten_timeout),
         )
         plans = planner.plan(inputs.models, destroy=args.destroy)
-    except (ConfigError, InputError, ApiError, OSError) as error:
+    except (ConfigError, KubeConfigError, InputError, ApiError, OSError) as error:
         print(f"baseten-operator plan: {error}", file=sys.stderr)
         return EXIT_ERROR
     notes = tenancy.notes()

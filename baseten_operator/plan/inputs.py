@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from kubernetes import config as k8s_config
-from kubernetes.config.config_exception import ConfigException
 
 from baseten_operator.api.constants import API_VERSION, KIND
 from baseten_operator.runtime.errors import NotFound
+from baseten_operator.runtime.kubeconfig import KubeConfigError
+from baseten_operator.runtime.kubeconfig import context_namespace as kubeconfig_context_namespace
 from baseten_operator.runtime.resource import CONFIGMAPS, Resource
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
@@ -93,11 +93,10 @@ def context_namespace(kubeconfig: str | None = None) -> str:
         path = os.path.expanduser("~/.kube/config")
     if path is not None:
         try:
-            _, current = k8s_config.list_kube_config_contexts(config_file=path)
-        except (ConfigException, OSError, yaml.YAMLError):
-            current = None
-        namespace = ((current or {}).get("context") or {}).get("namespace")
-        return str(namespace) if namespace else DEFAULT_NAMESPACE
+            namespace = kubeconfig_context_namespace(path)
+        except KubeConfigError:
+            namespace = None
+        return namespace or DEFAULT_NAMESPACE
     try:
         return SERVICE_ACCOUNT_NAMESPACE.read_text().strip() or DEFAULT_NAMESPACE
     except OSError:

@@ -21,13 +21,15 @@ Failures are OSErrors:
 
 from __future__ import annotations
 
+import contextlib
 import select
 import socket
 import ssl
 import threading
 import zlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import Literal
 from urllib.parse import urlsplit
 
 # Bigger heads (status line and headers) are refused: no server of ours sends one.
@@ -89,6 +91,18 @@ class Answer:
     data: bytes
 
 
+@dataclass(frozen=True, slots=True)
+class _Head:
+    """An answer's status line and headers, and how its body is framed."""
+
+    status: int
+    reason: str
+    fields: dict[str, str]
+    framing: Literal["none", "chunked", "length", "close"]
+    length: int  # for "length"
+    keep_alive: bool
+
+
 class Connection:
     """One socket and what was read from it beyond the last answer (nothing, normally)."""
 
@@ -103,36 +117,18 @@ class Connection:
 
     def exchange(self, request: bytes, read_timeout: float | None, *, head: bool) -> Answer:
         """Send `request` and read its whole answer."""
-        if read_timeout != self._timeout:
-            self.sock.settimeout(read_timeout)
-            self._timeout = read_timeout
-        try:
-            self.sock.sendall(request)
-            return self._read_answer(head)
-        except TimeoutError as exc:
-            raise ReadTimedOut(f"no answer within {read_timeout} s") from exc
-        except (ssl.SSLError, OSError) as exc:
-            if isinstance(exc, HttpFailure):
-                raise
-            raise AnswerBroken(f"connection broken: {exc}") from exc
-
-    def _read_answer(self, head: bool) -> Answer:
-        while True:
-            status, reason, http10, fields = _parse_head(self._read_head())
-            if not 100 <= status < 200 or status == 101:
-                break  # 1xx answers (100 Continue) precede the real one
-        connection = fields.get("connection", "").lower()
-        if head or status in (204, 304) or 100 <= status < 200:
-            data, framed = b"", True
-        elif "chunked" in fields.get("transfer-encoding", "").lower():
-            data, framed = self._read_chunked(), True
-        elif "content-length" in fields:
-            data, framed = self._read_exactly(_length(fields["content-length"])), True
-        else:
-            data, framed = self._read_to_close(), False
-        keep_alive = "keep-alive" in connection if http10 else "close" not in connection
-        self.reusable = framed and keep_alive and not self._buffer
-        return Answer(status, reason, Headers(fields), _decoded(data, fields))
+        with self.failures(read_timeout):
+            answer = self.send(request, read_timeout, head=head)
+            if answer.framing == "length":
+                _check_body_size(answer.length)
+            data = bytearray()
+            for piece in self.body(answer):
+                data += piece
+                _check_body_size(len(data))
+            return Answer(
+                answer.status, answer.reason, Headers(answer.fields),
+                _decoded(bytes(data), answer.fields),
+            )  # fmt: skip
 
     def alive(self) -> bool:
         """Whether an idle connection may carry a request: the server has neither closed
@@ -145,13 +141,74 @@ class Connection:
     def close(self) -> None:
         self.sock.close()
 
+    # -- the exchange -------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def failures(self, read_timeout: float | None) -> Iterator[None]:
+        """Socket errors as the HttpFailure that says how far the exchange got."""
+        try:
+            yield
+        except TimeoutError as exc:
+            raise ReadTimedOut(f"no answer within {read_timeout} s") from exc
+        except (ssl.SSLError, OSError) as exc:
+            if isinstance(exc, HttpFailure):
+                raise
+            raise AnswerBroken(f"connection broken: {exc}") from exc
+
+    def send(self, request: bytes, read_timeout: float | None, *, head: bool) -> _Head:
+        """Send `request` and read its answer's head (after any 1xx answers)."""
+        if read_timeout != self._timeout:
+            self.sock.settimeout(read_timeout)
+            self._timeout = read_timeout
+        self.reusable = False
+        self.sock.sendall(request)
+        while True:
+            status, reason, http10, fields = _parse_head(self._read_head())
+            if not 100 <= status < 200 or status == 101:
+                break  # 1xx answers (100 Continue) precede the real one
+        connection = fields.get("connection", "").lower()
+        keep_alive = "keep-alive" in connection if http10 else "close" not in connection
+        length = 0
+        framing: Literal["none", "chunked", "length", "close"]
+        if head or status in (204, 304) or 100 <= status < 200:
+            framing = "none"
+        elif "chunked" in fields.get("transfer-encoding", "").lower():
+            framing = "chunked"
+        elif "content-length" in fields:
+            framing, length = "length", _length(fields["content-length"])
+        else:
+            framing = "close"
+        return _Head(status, reason, fields, framing, length, keep_alive)
+
+    def body(self, answer: _Head) -> Iterator[bytes]:
+        """The body's pieces as they arrive (chunks, or what one read returned); at its
+        end, `reusable` says whether another request may follow on this connection."""
+        if answer.framing == "chunked":
+            yield from self._chunks()
+        elif answer.framing == "length":
+            remaining = answer.length
+            while remaining:
+                if not self._buffer:
+                    self._fill(mid_answer=True)
+                piece = self._take(min(remaining, len(self._buffer)))
+                remaining -= len(piece)
+                yield piece
+        elif answer.framing == "close":
+            yield self._take(len(self._buffer))
+            while chunk := self.sock.recv(_RECV_BYTES):
+                yield chunk
+            return  # ended by the close: never reusable
+        self.reusable = answer.keep_alive and not self._buffer
+
     # -- reading ------------------------------------------------------------------------
 
-    def _fill(self) -> None:
+    def _fill(self, *, mid_answer: bool = False) -> None:
         chunk = self.sock.recv(_RECV_BYTES)
         if not chunk:
             raise AnswerBroken(
-                "connection closed mid-answer" if self._buffer else "connection closed"
+                "connection closed mid-answer"
+                if mid_answer or self._buffer
+                else "connection closed"
             )
         self._buffer += chunk
 
@@ -177,14 +234,11 @@ class Connection:
         return self._take(end + 1).rstrip(b"\r\n")
 
     def _read_exactly(self, size: int) -> bytes:
-        _check_body_size(size)
         while len(self._buffer) < size:
             self._fill()
         return self._take(size)
 
-    def _read_chunked(self) -> bytes:
-        parts = []
-        total = 0
+    def _chunks(self) -> Iterator[bytes]:
         while True:
             size_field = self._read_line().split(b";", 1)[0].strip()
             try:
@@ -193,28 +247,91 @@ class Connection:
                 raise AnswerBroken(f"bad chunk size {size_field[:20]!r}") from None
             if size == 0:
                 break
-            total += size
-            _check_body_size(total)
-            parts.append(self._read_exactly(size))
+            _check_body_size(size)
+            yield self._read_exactly(size)
             if self._read_line():
                 raise AnswerBroken("chunk not followed by its line end")
         while self._read_line():  # trailer fields, unused
             pass
-        return b"".join(parts)
-
-    def _read_to_close(self) -> bytes:
-        while True:
-            _check_body_size(len(self._buffer))
-            chunk = self.sock.recv(_RECV_BYTES)
-            if not chunk:
-                break
-            self._buffer += chunk
-        return self._take(len(self._buffer))
 
     def _take(self, size: int) -> bytes:
         taken = bytes(self._buffer[:size])
         del self._buffer[:size]
         return taken
+
+
+class Stream:
+    """An answer whose body is read as it arrives, a line at a time (a watch's events).
+
+    Iterating it yields the body's lines; the server ending the body ends the iteration,
+    and the connection goes back to its pool if it can carry another request. `close()`
+    may be called from another thread: it shuts the socket down, which wakes a reader
+    blocked on it. Failures while reading are the HttpFailures of `Pool.request`.
+    """
+
+    def __init__(
+        self, pool: Pool, connection: Connection, answer: _Head, read_timeout: float | None
+    ) -> None:
+        self.status = answer.status
+        self.reason = answer.reason
+        self.headers = Headers(answer.fields)
+        self._pool = pool
+        self._connection = connection
+        self._answer = answer
+        self._read_timeout = read_timeout
+        self._lock = threading.Lock()
+        self._done = False
+        coding = answer.fields.get("content-encoding", "").strip().lower()
+        if coding not in ("", "identity"):  # never asked for: requests send no Accept-Encoding
+            self.close()
+            raise AnswerBroken(f"a streamed answer in content coding {coding!r}")
+
+    def __iter__(self) -> Iterator[bytes]:
+        line = bytearray()
+        for piece in self._pieces():
+            line += piece
+            *complete, rest = line.split(b"\n")
+            yield from complete
+            line = bytearray(rest)
+            if len(line) > MAX_BODY_BYTES:
+                self.close()
+                raise AnswerBroken(f"a streamed line longer than {MAX_BODY_BYTES} bytes")
+        if line:
+            yield bytes(line)
+
+    def read(self) -> bytes:
+        """The rest of the body, whole (an error answer's Status)."""
+        data = bytearray()
+        for piece in self._pieces():
+            data += piece
+            _check_body_size(len(data))
+        return _decoded(bytes(data), self._answer.fields)
+
+    def _pieces(self) -> Iterator[bytes]:
+        """The body as it arrives; the connection is released at its end, closed if the
+        reading stopped short of it."""
+        try:
+            with self._connection.failures(self._read_timeout):
+                yield from self._connection.body(self._answer)
+        except BaseException:
+            self.close()
+            raise
+        self._finish(self._connection.reusable)
+
+    def close(self) -> None:
+        self._finish(False)
+
+    def _finish(self, reusable: bool) -> None:
+        with self._lock:
+            if self._done:
+                return
+            self._done = True
+        if reusable:
+            self._pool._checkin(self._connection)
+            return
+        with contextlib.suppress(OSError):  # what wakes a reader blocked in recv
+            self._connection.sock.shutdown(socket.SHUT_RDWR)
+        self._connection.close()
 
 
 def _parse_head(head: bytes) -> tuple[int, str, bool, dict[str, str]]:
@@ -350,6 +467,29 @@ class Pool:
             raise
         self._checkin(connection)
         return answer
+
+    def stream(
+        self,
+        method: str,
+        target: str,
+        *,
+        headers: Mapping[str, str],
+        connect_timeout: float | None,
+        read_timeout: float | None,
+    ) -> Stream:
+        """Send a request without a body and return its answer as soon as its head is
+        read; the body is then read from the Stream as it arrives."""
+        message = self._message(method, target, headers, None)
+        connection = self._checkout(connect_timeout)
+        if self._on_use is not None:
+            self._on_use(connection)
+        try:
+            with connection.failures(read_timeout):
+                answer = connection.send(message, read_timeout, head=False)
+        except BaseException:
+            connection.close()
+            raise
+        return Stream(self, connection, answer, read_timeout)
 
     def close(self) -> None:
         with self._lock:

@@ -13,15 +13,11 @@ ServiceMonitor does.
 
 from __future__ import annotations
 
-import contextlib
 import datetime
 import ipaddress
-import os
 import socket
 import ssl
-import tempfile
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import structlog
@@ -31,6 +27,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from baseten_operator.runtime.httpserver import TLSContextSource
+from baseten_operator.runtime.pemfiles import pem_files
 
 _log = structlog.get_logger(__name__)
 
@@ -85,36 +82,9 @@ class CertificateFiles:
 def self_signed() -> TLSContextSource:
     """A fixed context with a fresh self-signed certificate for this host (P-256, one year)."""
     cert_pem, key_pem = self_signed_pem()
-    with _pem_files(cert_pem, key_pem) as (cert_file, key_file):
+    with pem_files(cert_pem, key_pem) as (cert_file, key_file):
         context = server_context(cert_file, key_file)
     return lambda: context
-
-
-@contextlib.contextmanager
-def _pem_files(cert_pem: bytes, key_pem: bytes) -> Iterator[tuple[str, str]]:
-    """Paths `ssl` can load the pair from, for the moment of loading.
-
-    `ssl` loads certificates only from files. On Linux they are anonymous memory files
-    (memfd), so the key never touches a disk and a read-only root filesystem is no obstacle;
-    elsewhere (a developer's machine) a private temporary directory, removed at once.
-    """
-    if hasattr(os, "memfd_create"):
-        descriptors = [os.memfd_create(name) for name in ("tls.crt", "tls.key")]
-        try:
-            for descriptor, pem in zip(descriptors, (cert_pem, key_pem), strict=True):
-                os.write(descriptor, pem)
-            cert_fd, key_fd = descriptors
-            yield f"/proc/self/fd/{cert_fd}", f"/proc/self/fd/{key_fd}"
-        finally:
-            for descriptor in descriptors:
-                os.close(descriptor)
-        return
-    with tempfile.TemporaryDirectory(prefix="serving-cert-") as directory:
-        cert_file, key_file = Path(directory) / "tls.crt", Path(directory) / "tls.key"
-        cert_file.write_bytes(cert_pem)
-        key_file.touch(mode=0o600)
-        key_file.write_bytes(key_pem)
-        yield str(cert_file), str(key_file)
 
 
 def self_signed_pem(hostnames: tuple[str, ...] = ()) -> tuple[bytes, bytes]:

@@ -12,8 +12,9 @@ from pathlib import Path
 import certifi
 import pytest
 
-from baseten_operator.baseten.connections import Connections, ca_bundle, proxy_for
+from baseten_operator.baseten.connections import Connections, ca_bundle
 from baseten_operator.runtime.http1 import Proxy, TLSFailed
+from baseten_operator.runtime.proxies import proxy_for
 from baseten_operator.runtime.tlscert import self_signed_pem
 
 BASE = "https://api.baseten.co/v1"
