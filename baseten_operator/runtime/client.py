@@ -33,7 +33,7 @@ from baseten_operator.runtime.resource import Resource
 log = structlog.get_logger(__name__)
 
 DEFAULT_REQUEST_TIMEOUT = 30.0
-DEFAULT_USER_AGENT = "baseten-operator"
+DEFAULT_USER_AGENT = "python-kube-client"  # the operator names itself and its replica
 # A watch is expected to send something (an event or a bookmark) or to end at its
 # `timeoutSeconds`; a stream silent well past that is dead and must be abandoned.
 WATCH_READ_GRACE = 30.0
@@ -89,6 +89,8 @@ class WatchStream(Iterator[dict[str, Any]]):
 
     def __next__(self) -> dict[str, Any]:
         while True:
+            if self._closed.is_set():  # lines already read stay unread
+                raise StopIteration
             try:
                 line = next(self._lines)
             except StopIteration:

@@ -230,12 +230,12 @@ class Connection:
         while (end := self._buffer.find(b"\n")) < 0:
             if len(self._buffer) > MAX_HEAD_BYTES:
                 raise AnswerBroken("chunk header line too long")
-            self._fill()
+            self._fill(mid_answer=True)
         return self._take(end + 1).rstrip(b"\r\n")
 
     def _read_exactly(self, size: int) -> bytes:
         while len(self._buffer) < size:
-            self._fill()
+            self._fill(mid_answer=True)
         return self._take(size)
 
     def _chunks(self) -> Iterator[bytes]:

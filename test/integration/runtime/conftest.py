@@ -13,7 +13,7 @@ import pytest
 
 from baseten_operator.runtime.client import KubeClient
 from baseten_operator.runtime.errors import ConnectionFailed
-from baseten_operator.runtime.resource import NAMESPACES
+from baseten_operator.runtime.resource import NAMESPACES, Resource
 from baseten_operator.sim.kube import KubeApiServer
 
 
@@ -30,13 +30,13 @@ class ProbedClient(KubeClient):
         self.calls: list[tuple[str, str]] = []
         self._calls_lock = threading.Lock()
 
-    def _send(self, method: str, path: str, **kwargs: Any) -> Any:  # watches
-        self._probe("watch", path)
-        return super()._send(method, path, **kwargs)
+    def watch(self, res: Resource, namespace: str | None = None, **kwargs: Any) -> Any:
+        self._probe("watch", res.path(namespace))
+        return super().watch(res, namespace, **kwargs)
 
-    def _request(self, method: str, target: str, *args: Any) -> Any:  # every other request
-        self._probe(method, target.partition("?")[0])
-        return super()._request(method, target, *args)
+    def _json(self, method: str, path: str, **kwargs: Any) -> Any:  # every other request
+        self._probe(method, path)
+        return super()._json(method, path, **kwargs)
 
     def _probe(self, verb: str, path: str) -> None:
         if self.partitioned.is_set():
@@ -69,7 +69,7 @@ def make_client(kubeconfig: str) -> Iterator[Callable[[], ProbedClient]]:
 
     def build() -> ProbedClient:
         base = KubeClient.from_kubeconfig(kubeconfig)
-        client = ProbedClient(base.api_client, request_timeout=10.0)
+        client = ProbedClient(base.access, request_timeout=10.0)
         clients.append(client)
         return client
 

@@ -255,9 +255,9 @@ def test_a_fenced_client_reads_but_refuses_every_write_once_fenced_off(
 def test_a_client_without_connect_retries_is_the_same_replica_on_its_own_connections(
     kube: Any, namespace: str
 ) -> None:
-    kube.api_client.user_agent = "baseten-operator/test (replica-a)"
+    kube.user_agent = "baseten-operator/test (replica-a)"
     single = kube.without_connect_retries()
-    assert single.api_client.user_agent == "baseten-operator/test (replica-a)"
+    assert single.user_agent == "baseten-operator/test (replica-a)"
     assert single._http is not kube._http
     created = single.create(CONFIGMAPS, configmap("single", namespace, k="1"))
     assert (

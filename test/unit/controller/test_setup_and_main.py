@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from kubernetes import client as k8s_client
 
 from baseten_operator.baseten.client import BasetenClient
 from baseten_operator.baseten.pool import BasetenClientPool
@@ -25,6 +24,7 @@ from baseten_operator.main import build_operator, remote_url, run_operator
 from baseten_operator.runtime.client import KubeClient
 from baseten_operator.runtime.clock import FakeClock
 from baseten_operator.runtime.controller import Request
+from baseten_operator.runtime.kubeconfig import ClusterAccess, FixedCredentials
 from baseten_operator.runtime.recorder import FakeRecorder
 from baseten_operator.truss.pusher import PushOutcome
 
@@ -155,11 +155,16 @@ def test_a_pass_stuck_for_two_baseten_deadlines_fails_liveness(
     options = OperatorOptions(
         metrics_bind_address="0", health_probe_bind_address="0", baseten_timeout=30
     )
-    configuration = k8s_client.Configuration()
-    configuration.host = "http://127.0.0.1:9"  # never contacted: nothing is started
+    never_contacted = ClusterAccess(  # nothing is started
+        server="http://127.0.0.1:9",
+        tls=None,
+        server_hostname=None,
+        proxy=None,
+        credentials=FixedCredentials({}),
+    )
     manager = build_operator(
         options,
-        kube=KubeClient(k8s_client.ApiClient(configuration)),
+        kube=KubeClient(never_contacted),
         baseten=BasetenClient("k", "http://127.0.0.1:9/v1"),
         clock=clock,
     )

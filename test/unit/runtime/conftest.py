@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import copy
 import queue
+import ssl
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -17,6 +18,7 @@ from baseten_operator.runtime.clock import FakeClock
 from baseten_operator.runtime.errors import AlreadyExists, Conflict, NotFound
 from baseten_operator.runtime.metrics import REGISTRY
 from baseten_operator.runtime.resource import Resource
+from testsupport.scripted_http import Script, ScriptedServer
 
 
 class FakeInformer:
@@ -287,3 +289,17 @@ def advance_until(clock: FakeClock, predicate: Callable[[], Any], step: float) -
 @pytest.fixture(name="advance_until")
 def advance_until_fixture() -> Callable[..., None]:
     return advance_until
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[..., ScriptedServer]]:
+    servers: list[ScriptedServer] = []
+
+    def start(script: Script, tls: ssl.SSLContext | None = None) -> ScriptedServer:
+        server = ScriptedServer(script, tls)
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.close()

@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-import io
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-import urllib3
-from kubernetes import client as k8s_client
-from kubernetes.config.config_exception import ConfigException
 
 from baseten_operator.runtime.client import (
     AUTH_REFRESH_INTERVAL,
     CONNECT_RETRY_PAUSES,
-    WATCH_CONNECT_RETRIES,
     KubeClient,
     WatchStream,
 )
@@ -32,9 +28,16 @@ from baseten_operator.runtime.errors import (
     UnsupportedMediaType,
     api_error,
 )
-from baseten_operator.runtime.http1 import ConnectFailed, ReadTimedOut
+from baseten_operator.runtime.http1 import ConnectFailed, Pool, ReadTimedOut
+from baseten_operator.runtime.kubeconfig import (
+    ClusterAccess,
+    FixedCredentials,
+    KubeConfigError,
+    TokenFile,
+)
 from baseten_operator.runtime.resource import CONFIGMAPS, CRDS, LEASES, Resource, object_key
 from testsupport.http_mock import HttpMock
+from testsupport.scripted_http import Peer, ScriptedServer
 
 
 def test_paths_for_core_group_namespaced_and_cluster_scoped() -> None:
@@ -93,18 +96,38 @@ def test_object_key() -> None:
     assert object_key({"metadata": {"name": "cluster-wide"}}) == "cluster-wide"
 
 
-def stream_of(*lines: bytes) -> WatchStream:
-    response = urllib3.HTTPResponse(
-        body=io.BytesIO(b"".join(lines)), status=200, preload_content=False
+def chunked(*lines: bytes, end: bool = True) -> bytes:
+    body = b"".join(f"{len(line):x}\r\n".encode() + line + b"\r\n" for line in lines)
+    return (
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+        + body
+        + (b"0\r\n\r\n" if end else b"")
     )
-    return WatchStream(response)
+
+
+@pytest.fixture
+def stream_of(serve: Callable[..., ScriptedServer]) -> Callable[..., WatchStream]:
+    """A WatchStream over a real connection whose answer is `lines`, chunked."""
+
+    def build(*lines: bytes, end: bool = True) -> WatchStream:
+        def script(peer: Peer) -> None:
+            peer.read_request()
+            peer.send(chunked(*lines, end=end))
+
+        pool = Pool(serve(script).url)
+        stream = pool.stream("GET", "/w", headers={}, connect_timeout=5, read_timeout=5)
+        return WatchStream(stream)
+
+    return build
 
 
 def event(kind: str, obj: dict) -> bytes:
     return json.dumps({"type": kind, "object": obj}).encode() + b"\n"
 
 
-def test_watch_stream_yields_events_and_ends_cleanly() -> None:
+def test_watch_stream_yields_events_and_ends_cleanly(
+    stream_of: Callable[..., WatchStream],
+) -> None:
     stream = stream_of(
         event("ADDED", {"metadata": {"name": "a"}}),
         b"\n",
@@ -113,7 +136,7 @@ def test_watch_stream_yields_events_and_ends_cleanly() -> None:
     assert [e["type"] for e in stream] == ["ADDED", "BOOKMARK"]
 
 
-def test_watch_error_event_410_raises_gone() -> None:
+def test_watch_error_event_410_raises_gone(stream_of: Callable[..., WatchStream]) -> None:
     stream = stream_of(
         event("ADDED", {"metadata": {"name": "a"}}),
         event("ERROR", status(410, "Expired")),
@@ -123,20 +146,23 @@ def test_watch_error_event_410_raises_gone() -> None:
         next(stream)
 
 
-def test_watch_stream_broken_mid_way_raises_connection_failed() -> None:
-    class Broken(io.RawIOBase):
-        def readable(self) -> bool:
-            return True
-
-        def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
-            raise ConnectionResetError("peer reset")
-
-    response = urllib3.HTTPResponse(body=Broken(), status=200, preload_content=False)
-    with pytest.raises(ConnectionFailed):
-        next(WatchStream(response))
+def test_watch_stream_broken_mid_way_raises_connection_failed(
+    stream_of: Callable[..., WatchStream],
+) -> None:
+    stream = stream_of(event("ADDED", {"metadata": {"name": "a"}}), end=False)
+    assert next(stream)["type"] == "ADDED"
+    with pytest.raises(ConnectionFailed, match="watch broke: connection closed mid-answer"):
+        next(stream)
 
 
-def test_closed_watch_stream_ends_quietly() -> None:
+def test_a_watch_line_that_is_not_json_is_a_broken_watch(
+    stream_of: Callable[..., WatchStream],
+) -> None:
+    with pytest.raises(ConnectionFailed, match="an event is not JSON"):
+        next(stream_of(b"{not json\n"))
+
+
+def test_closed_watch_stream_ends_quietly(stream_of: Callable[..., WatchStream]) -> None:
     stream = stream_of(event("ADDED", {"metadata": {"name": "a"}}))
     stream.close()
     assert list(stream) == []
@@ -161,45 +187,51 @@ def test_auto_uses_kubeconfig_env_then_home_then_in_cluster(
     path.write_text(KUBECONFIG_YAML)
     monkeypatch.setenv("KUBECONFIG", str(path))
     client = KubeClient.auto()
-    configuration = client.api_client.configuration
-    assert configuration.host == "http://127.0.0.1:6443"
-    assert configuration.auth_settings()["BearerToken"]["value"] == "Bearer secret-token"
-    assert configuration.retries is WATCH_CONNECT_RETRIES
+    assert client.access.server == "http://127.0.0.1:6443"
+    assert client.access.credentials.headers() == {"Authorization": "Bearer secret-token"}
     # Room for every connection one process holds at once (watches, workers, Event writers).
-    assert client.api_client.rest_client.pool_manager.connection_pool_kw["maxsize"] == 32
     assert client._http._maxsize == 32
 
     monkeypatch.delenv("KUBECONFIG")
     monkeypatch.setenv("HOME", str(tmp_path))
     (tmp_path / ".kube").mkdir()
     (tmp_path / ".kube" / "config").write_text(KUBECONFIG_YAML)
-    assert KubeClient.auto().api_client.configuration.host == "http://127.0.0.1:6443"
+    assert KubeClient.auto().access.server == "http://127.0.0.1:6443"
 
     (tmp_path / ".kube" / "config").unlink()
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
-    with pytest.raises(ConfigException):
+    with pytest.raises(KubeConfigError, match="not in a pod"):
         KubeClient.auto()  # neither a kubeconfig nor a pod
 
 
 def test_from_kubeconfig_selects_the_context(tmp_path: Path) -> None:
     path = tmp_path / "config"
-    path.write_text(KUBECONFIG_YAML)
+    path.write_text(
+        KUBECONFIG_YAML.replace(
+            "clusters: [", "clusters: [{name: c2, cluster: {server: 'http://127.0.0.2:6443'}}, "
+        ).replace("{cluster: c, user: u, namespace: other}", "{cluster: c2, user: u}")
+    )
+    assert KubeClient.from_kubeconfig(str(path)).access.server == "http://127.0.0.1:6443"
     client = KubeClient.from_kubeconfig(str(path), context="two")
-    assert client.api_client.configuration.host == "http://127.0.0.1:6443"
+    assert client.access.server == "http://127.0.0.2:6443"
 
 
 API = "https://k8s.test/clusters/c1"  # a server behind a path prefix, as Rancher serves one
 
 
-def bearer_client(token: str) -> tuple[KubeClient, k8s_client.Configuration]:
-    configuration = k8s_client.Configuration(host=API)
-    configuration.api_key = {"authorization": f"Bearer {token}"}
-    return KubeClient.from_configuration(configuration), configuration
+def access(credentials: FixedCredentials | TokenFile) -> ClusterAccess:
+    return ClusterAccess(
+        server=API, tls=None, server_hostname=None, proxy=None, credentials=credentials
+    )
+
+
+def bearer_client(token: str) -> KubeClient:
+    return KubeClient(access(FixedCredentials({"Authorization": f"Bearer {token}"})))
 
 
 def test_requests_go_under_the_host_path_with_headers_and_query() -> None:
-    kube, _ = bearer_client("t0")
-    kube.api_client.user_agent = "baseten-operator/test (replica-a)"  # set after building
+    kube = bearer_client("t0")
+    kube.user_agent = "baseten-operator/test (replica-a)"  # set after building
     with HttpMock() as http:
         http.get(f"{API}/api/v1/namespaces/ns/configmaps", json={"items": []})
         http.patch(f"{API}/api/v1/namespaces/ns/configmaps/a", json={"kind": "ConfigMap"})
@@ -213,44 +245,50 @@ def test_requests_go_under_the_host_path_with_headers_and_query() -> None:
     assert patched.body is not None and json.loads(patched.body) == {"data": {"k": "v"}}
 
 
-def test_a_token_that_can_change_is_asked_for_again_every_few_seconds() -> None:
-    configuration = k8s_client.Configuration(host=API)
-    configuration.api_key = {"authorization": "Bearer t0"}
+def test_a_token_that_can_change_is_asked_for_again_every_few_seconds(tmp_path: Path) -> None:
+    token = tmp_path / "token"
+    token.write_text("t1")
     clock = FakeClock()
-    kube = KubeClient(k8s_client.ApiClient(configuration), clock=clock)
-    tokens = iter(["t1", "t2"])
-    # What the kubeconfig loader installs for tokens, exec plugins and OIDC.
-    configuration.refresh_api_key_hook = lambda c: c.api_key.update(
-        authorization=f"Bearer {next(tokens)}"
-    )
+    kube = KubeClient(access(TokenFile(token)), clock=clock)
     with HttpMock() as http:
         http.get(f"{API}/api/v1/namespaces/ns/configmaps/a", json={"kind": "ConfigMap"})
         kube.get(CONFIGMAPS, "a", "ns")
-        kube.get(CONFIGMAPS, "a", "ns")  # within the interval: the hook is not run again
+        token.write_text("t2")  # rotated
+        kube.get(CONFIGMAPS, "a", "ns")  # within the interval: not read again
+        clock.advance(AUTH_REFRESH_INTERVAL)
+        kube.get(CONFIGMAPS, "a", "ns")
+        token.unlink()  # mid-rotation: the last token stands
         clock.advance(AUTH_REFRESH_INTERVAL)
         kube.get(CONFIGMAPS, "a", "ns")
     sent = [call.request.headers["Authorization"] for call in http.calls]
-    assert sent == ["Bearer t1", "Bearer t1", "Bearer t2"]
+    assert sent == ["Bearer t1", "Bearer t1", "Bearer t2", "Bearer t2"]
 
 
-def test_a_token_without_a_refresh_hook_is_read_once() -> None:
-    kube, configuration = bearer_client("t0")
+def test_fixed_credentials_are_read_once() -> None:
+    class Counting(FixedCredentials):
+        reads = 0
+
+        def headers(self) -> dict[str, str]:
+            Counting.reads += 1
+            return super().headers()
+
+    kube = KubeClient(access(Counting({"Authorization": "Bearer t0"})), clock=FakeClock())
     with HttpMock() as http:
         http.get(f"{API}/api/v1/namespaces/ns/configmaps/a", json={"kind": "ConfigMap"})
         kube.get(CONFIGMAPS, "a", "ns")
-        configuration.api_key = {"authorization": "Bearer changed"}  # nothing re-reads it
         kube.get(CONFIGMAPS, "a", "ns")
+    assert Counting.reads == 1
     assert {call.request.headers["Authorization"] for call in http.calls} == {"Bearer t0"}
 
 
 def test_a_refused_connection_is_a_connection_failed_error() -> None:
-    kube, _ = bearer_client("t0")
+    kube = bearer_client("t0")
     with HttpMock(), pytest.raises(ConnectionFailed, match="GET /api/v1/namespaces/ns"):
         kube.get(CONFIGMAPS, "a", "ns")  # nothing registered: refused
 
 
 def test_a_request_that_could_not_connect_is_tried_again_and_one_that_was_sent_never() -> None:
-    kube, _ = bearer_client("t0")
+    kube = bearer_client("t0")
     url = f"{API}/api/v1/namespaces/ns/configmaps/a"
     refused = ConnectFailed("Failed to establish a new connection: [Errno 111] refused")
     with HttpMock() as http:
@@ -267,7 +305,7 @@ def test_a_request_that_could_not_connect_is_tried_again_and_one_that_was_sent_n
 
 
 def test_the_lease_client_makes_one_attempt_on_its_own_connections() -> None:
-    kube, _ = bearer_client("t0")
+    kube = bearer_client("t0")
     lease_client = kube.without_connect_retries()
     assert lease_client._http is not kube._http
     with HttpMock() as http:

@@ -8,7 +8,7 @@ import socket
 import ssl
 import threading
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -25,125 +25,7 @@ from baseten_operator.runtime.http1 import (
     TLSFailed,
 )
 from baseten_operator.runtime.tlscert import self_signed_pem
-
-# A request's head and body as the server read them.
-Request = tuple[bytes, bytes]
-# What the server does with one connection: read requests and write answers through it.
-Script = Callable[["Peer"], None]
-
-
-class Peer:
-    """The server's end of one connection."""
-
-    def __init__(self, sock: socket.socket) -> None:
-        self.sock = sock
-        self._buffer = b""
-
-    def read_request(self) -> Request | None:
-        while b"\r\n\r\n" not in self._buffer:
-            chunk = self.sock.recv(65536)
-            if not chunk:
-                return None
-            self._buffer += chunk
-        head, _, self._buffer = self._buffer.partition(b"\r\n\r\n")
-        length = 0
-        for line in head.split(b"\r\n")[1:]:
-            name, _, value = line.partition(b":")
-            if name.strip().lower() == b"content-length":
-                length = int(value)
-        while len(self._buffer) < length:
-            self._buffer += self.sock.recv(65536)
-        body, self._buffer = self._buffer[:length], self._buffer[length:]
-        return head, body
-
-    def send(self, data: bytes) -> None:
-        self.sock.sendall(data)
-
-
-class ScriptedServer:
-    """Accepts connections on 127.0.0.1 and runs `script` on each, one thread per
-    connection; records every request and counts connections."""
-
-    def __init__(self, script: Script, tls: ssl.SSLContext | None = None) -> None:
-        self._script = script
-        self._tls = tls
-        self.requests: list[Request] = []
-        self.connections = 0
-        self._listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self._listener.getsockname()[1]
-        self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}"
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                sock, _ = self._listener.accept()
-            except OSError:
-                return
-            self.connections += 1
-            threading.Thread(target=self._serve, args=(sock,), daemon=True).start()
-
-    def _serve(self, sock: socket.socket) -> None:
-        try:
-            if self._tls is not None:
-                sock = self._tls.wrap_socket(sock, server_side=True)
-            self._script(RecordingPeer(sock, self.requests))
-        except OSError:
-            pass
-        finally:
-            sock.close()
-
-    def close(self) -> None:
-        self._listener.close()
-
-
-class RecordingPeer(Peer):
-    def __init__(self, sock: socket.socket, requests: list[Request]) -> None:
-        super().__init__(sock)
-        self._requests = requests
-
-    def read_request(self) -> Request | None:
-        request = super().read_request()
-        if request is not None:
-            self._requests.append(request)
-        return request
-
-
-def answering(*answers: bytes) -> Script:
-    """Each request on a connection gets the next answer; then the connection stays open
-    until the client closes it."""
-
-    def script(peer: Peer) -> None:
-        for answer in answers:
-            if peer.read_request() is None:
-                return
-            peer.send(answer)
-        while peer.read_request() is not None:
-            pass
-
-    return script
-
-
-def every_request(answer: bytes) -> Script:
-    def script(peer: Peer) -> None:
-        while peer.read_request() is not None:
-            peer.send(answer)
-
-    return script
-
-
-@pytest.fixture
-def serve() -> Iterator[Callable[..., ScriptedServer]]:
-    servers: list[ScriptedServer] = []
-
-    def start(script: Script, tls: ssl.SSLContext | None = None) -> ScriptedServer:
-        server = ScriptedServer(script, tls)
-        servers.append(server)
-        return server
-
-    yield start
-    for server in servers:
-        server.close()
+from testsupport.scripted_http import Peer, RecordingPeer, ScriptedServer, answering, every_request
 
 
 def get(pool: Pool, target: str = "/x") -> Answer:
