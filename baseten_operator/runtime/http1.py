@@ -1,6 +1,6 @@
-"""A lean HTTP/1.1 client: whole answers over kept-alive connections to one origin.
+"""A lean HTTP/1.1 client: answers over kept-alive connections to one origin.
 
-The API clients' requests go through it (Kubernetes watches aside). urllib3 and
+Both API clients' requests go through it, Kubernetes watches included. urllib3 and
 http.client did the same job at several times the CPU per request: the email
 package's header parser, a wrapper response object, header dictionaries, per-call timeout
 and retry objects. That was most of a steady pass's cost (docs/performance.md). Here a
@@ -8,9 +8,10 @@ request is one `sendall`, and its answer is parsed from one buffer.
 
 Its scope is what the operator's servers send: HTTP/1.1 or 1.0 answers, bodies framed by
 Content-Length, chunked or ended by the close, gzip or deflate content coding, TLS, and a
-proxy (absolute-form requests for http, a CONNECT tunnel for https). Streaming answers
-(watches) are not its job, and nothing is retried here: the callers decide what may be
-repeated, knowing from the failure's type whether the server can have seen the request.
+proxy (absolute-form requests for http, a CONNECT tunnel for https). `Pool.request` reads
+a whole answer; `Pool.stream` hands the body over line by line as it arrives (a watch).
+Nothing is retried here: the callers decide what may be repeated, knowing from the
+failure's type whether the server can have seen the request.
 
 Failures are OSErrors:
 - `ConnectFailed`: no connection (refused, no route, name unknown); the server never saw
