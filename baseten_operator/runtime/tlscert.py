@@ -6,9 +6,9 @@ cert-manager writes it) and picks up a rotated pair on the next connection: both
 contents, not timestamps, cannot miss a rewrite within one timestamp tick. A pair that
 fails to load (half-written during a rotation) leaves the previous one in use.
 
-`self_signed()` makes a throw-away certificate at start for when no files are given:
-Prometheus then scrapes with certificate verification off, as kubebuilder's default
-ServiceMonitor does.
+`self_signed()` makes a throw-away certificate for when no files are given, when the first
+connection comes: Prometheus then scrapes with certificate verification off, as
+kubebuilder's default ServiceMonitor does.
 """
 
 from __future__ import annotations
@@ -21,10 +21,6 @@ import threading
 from pathlib import Path
 
 import structlog
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
 from baseten_operator.runtime.httpserver import TLSContextSource
 from baseten_operator.runtime.pemfiles import pem_files
@@ -79,16 +75,36 @@ class CertificateFiles:
         return self._context
 
 
+class SelfSigned:
+    """A fixed context with a fresh self-signed certificate for this host (P-256, one year),
+    made when the first connection needs it: the certificate library costs 8 MB of memory
+    and 50 ms of start-up, which an operator nobody scrapes never pays."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._context: ssl.SSLContext | None = None
+
+    def __call__(self) -> ssl.SSLContext:
+        with self._lock:
+            if self._context is None:
+                cert_pem, key_pem = self_signed_pem()
+                with pem_files(cert_pem, key_pem) as (cert_file, key_file):
+                    self._context = server_context(cert_file, key_file)
+            return self._context
+
+
 def self_signed() -> TLSContextSource:
-    """A fixed context with a fresh self-signed certificate for this host (P-256, one year)."""
-    cert_pem, key_pem = self_signed_pem()
-    with pem_files(cert_pem, key_pem) as (cert_file, key_file):
-        context = server_context(cert_file, key_file)
-    return lambda: context
+    return SelfSigned()
 
 
 def self_signed_pem(hostnames: tuple[str, ...] = ()) -> tuple[bytes, bytes]:
     """(certificate, key) PEM for `hostnames` plus this host, localhost and 127.0.0.1."""
+    # Imported here, when a certificate is made (see SelfSigned).
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
     key = ec.generate_private_key(ec.SECP256R1())
     names = list(dict.fromkeys((*hostnames, socket.gethostname(), "localhost")))
     subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, names[0])])

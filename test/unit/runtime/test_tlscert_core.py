@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from cryptography import x509
 
+from baseten_operator.runtime import tlscert
 from baseten_operator.runtime.httpserver import Response, RoutedHTTPServer
 from baseten_operator.runtime.tlscert import (
     CertificateFiles,
@@ -105,3 +106,20 @@ def test_the_self_signed_certificate_is_served_without_writing_a_file(
     finally:
         server.stop()
     assert len(os.listdir("/proc/self/fd")) <= descriptors_before  # the memory files are closed
+
+
+def test_the_self_signed_certificate_is_made_once_at_the_first_connection(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    made: list[tuple[bytes, bytes]] = []
+
+    def counting(hostnames: tuple[str, ...] = ()) -> tuple[bytes, bytes]:
+        made.append(self_signed_pem(hostnames))
+        return made[-1]
+
+    monkeypatch.setattr(tlscert, "self_signed_pem", counting)
+    source = self_signed()
+    assert made == []  # nothing at start: a server nobody connects to never makes one
+    first = source()
+    assert source() is first
+    assert len(made) == 1
