@@ -104,13 +104,12 @@ class WatchStream(Iterator[dict[str, Any]]):
                 raise
             if not line.strip():
                 continue
-            try:
-                event = json.loads(line)
-            except ValueError as exc:
+            event = _decode(line)
+            if not isinstance(event, dict):
                 self._stream.close()
                 raise ConnectionFailed(
-                    0, "ConnectionError", f"watch broke: an event is not JSON: {exc}"
-                ) from exc
+                    0, "ConnectionError", f"watch broke: not a watch event: {line[:80]!r}"
+                )
             if event.get("type") == "ERROR":
                 self._stream.close()
                 status = event.get("object") or {}

@@ -303,8 +303,6 @@ class RoutedHTTPServer:
     def start(self) -> None:
         if self._bind is None or self._server is not None:
             return
-        if self._tls is not None:
-            self._tls()  # a broken certificate fails the start, not the first scrape
         self._server = _Server(
             self._bind, self._routes, self._request_filter, limits=self._limits, tls=self._tls
         )

@@ -50,6 +50,7 @@ class CertificateFiles:
         self._lock = threading.Lock()
         self._loaded: tuple[bytes, bytes] | None = None
         self._context: ssl.SSLContext | None = None
+        self()  # a pair that does not load fails the start, not the first scrape
 
     def __call__(self) -> ssl.SSLContext:
         with self._lock:

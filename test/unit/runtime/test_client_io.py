@@ -155,11 +155,12 @@ def test_watch_stream_broken_mid_way_raises_connection_failed(
         next(stream)
 
 
-def test_a_watch_line_that_is_not_json_is_a_broken_watch(
-    stream_of: Callable[..., WatchStream],
+@pytest.mark.parametrize("line", [b"{not json", b"[1, 2]"])
+def test_a_watch_line_that_is_not_an_event_is_a_broken_watch(
+    stream_of: Callable[..., WatchStream], line: bytes
 ) -> None:
-    with pytest.raises(ConnectionFailed, match="an event is not JSON"):
-        next(stream_of(b"{not json\n"))
+    with pytest.raises(ConnectionFailed, match="not a watch event"):
+        next(stream_of(line + b"\n"))
 
 
 def test_closed_watch_stream_ends_quietly(stream_of: Callable[..., WatchStream]) -> None:
