@@ -226,7 +226,7 @@ def build_parser() -> argparse.ArgumentParser:
     plan = commands.add_parser(
         "plan", help="print what the next Reconcile pass would do, and do nothing"
     )
-    from baseten_operator.plan.command import add_plan_arguments
+    from baseten_operator.plan.flags import add_plan_arguments
 
     add_plan_arguments(plan)
     add_sandbox_command(commands)

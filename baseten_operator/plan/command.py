@@ -1,4 +1,4 @@
-"""`baseten-operator plan`: its flags, and the run from inputs to output and exit code."""
+"""`baseten-operator plan`: the run from inputs to output and exit code (its flags: flags.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ import argparse
 import sys
 from typing import Any
 
-from baseten_operator.baseten.client import DEFAULT_TIMEOUT
 from baseten_operator.baseten.errors import ConfigError
 from baseten_operator.controller.timing import Timing
 from baseten_operator.main import operator_namespace
@@ -38,62 +37,6 @@ from baseten_operator.runtime.logging import configure_logging
 EXIT_NO_CHANGES = 0
 EXIT_ERROR = 1
 EXIT_CHANGES = 2
-
-
-def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "-f",
-        "--filename",
-        action="append",
-        default=[],
-        metavar="PATH",
-        help="manifests to plan: a YAML/JSON file, a directory, or - for stdin (repeatable)",
-    )
-    parser.add_argument(
-        "--cluster",
-        action="store_true",
-        help="read the cluster: the live BasetenModels (without -f), their recorded status "
-        "(with -f), and the setup-script ConfigMaps the manifests lack",
-    )
-    parser.add_argument(
-        "-n",
-        "--namespace",
-        default=None,
-        help="namespace of the manifests without one, and of the live BasetenModels to plan "
-        "(default: the kubeconfig context's, as for kubectl)",
-    )
-    parser.add_argument(
-        "-A", "--all-namespaces", action="store_true", help="with --cluster: every namespace"
-    )
-    parser.add_argument("--kubeconfig", default=None, help="kubeconfig path")
-    parser.add_argument(
-        "--operator-namespace",
-        default=None,
-        help="with --cluster: the operator's namespace, where the API key Secrets that "
-        "namespaces name live (default: $POD_NAMESPACE, else default)",
-    )
-    parser.add_argument(
-        "--require-namespace-policy",
-        action="store_true",
-        help="with --cluster: plan as an operator run with --require-namespace-policy (a "
-        "namespace without the models.baseten.com/allowed-models annotation manages no model)",
-    )
-    parser.add_argument("-o", "--output", choices=["table", "json"], default="table")
-    parser.add_argument(
-        "--detailed-exitcode",
-        action="store_true",
-        help="exit 0 with no changes, 2 with changes pending, 1 on error",
-    )
-    parser.add_argument(
-        "--destroy", action="store_true", help="plan the deletion of the given BasetenModels"
-    )
-    parser.add_argument(
-        "--time-scale",
-        type=float,
-        default=1.0,
-        help="the operator's --time-scale (tests, sandbox): durations it decides by",
-    )
-    parser.add_argument("--baseten-timeout", type=float, default=DEFAULT_TIMEOUT)
 
 
 def _kube(args: argparse.Namespace) -> KubeClient | None:

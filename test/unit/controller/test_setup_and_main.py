@@ -128,6 +128,16 @@ def test_missing_api_key_exits_2(monkeypatch: pytest.MonkeyPatch, capsys) -> Non
     assert "BASETEN_API_KEY" in capsys.readouterr().err
 
 
+def test_an_unusable_kubeconfig_exits_2_saying_why(
+    monkeypatch: pytest.MonkeyPatch, capsys, tmp_path
+) -> None:
+    monkeypatch.setenv("BASETEN_API_KEY", "k")
+    (tmp_path / "config").write_text("current-context: gone\ncontexts: []\n")
+    options = OperatorOptions(log_format="console", kubeconfig=str(tmp_path / "config"))
+    assert run_operator(options) == 2
+    assert "no entry named 'gone' in contexts" in capsys.readouterr().err
+
+
 def test_model_gauges_follow_the_pass(h) -> None:
     from baseten_operator.runtime import metrics
 
