@@ -7,7 +7,6 @@ when it has them, else from the cluster when the plan may read it.
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -18,7 +17,7 @@ import yaml
 
 from baseten_operator.api.constants import API_VERSION, KIND
 from baseten_operator.runtime.errors import NotFound
-from baseten_operator.runtime.kubeconfig import KubeConfigError
+from baseten_operator.runtime.kubeconfig import KubeConfigError, kubeconfig_path
 from baseten_operator.runtime.kubeconfig import context_namespace as kubeconfig_context_namespace
 from baseten_operator.runtime.resource import CONFIGMAPS, Resource
 
@@ -88,9 +87,7 @@ def context_namespace(kubeconfig: str | None = None) -> str:
     """kubectl's namespace when none is given: the current context's in the kubeconfig the
     plan would use (the file `KubeClient.auto` picks), else the pod's own in a cluster,
     else `default`."""
-    path = kubeconfig or (os.environ.get("KUBECONFIG") or "").split(os.pathsep)[0] or None
-    if path is None and os.path.exists(os.path.expanduser("~/.kube/config")):
-        path = os.path.expanduser("~/.kube/config")
+    path = kubeconfig or kubeconfig_path()
     if path is not None:
         try:
             namespace = kubeconfig_context_namespace(path)

@@ -27,7 +27,7 @@ from baseten_operator.runtime.clock import Clock, RealClock
 from baseten_operator.runtime.errors import ConnectionFailed, api_error
 from baseten_operator.runtime.fence import WriteFence
 from baseten_operator.runtime.http1 import Answer, ConnectFailed, HttpFailure, Pool, Stream
-from baseten_operator.runtime.kubeconfig import ClusterAccess
+from baseten_operator.runtime.kubeconfig import ClusterAccess, KubeConfigError
 from baseten_operator.runtime.resource import Resource
 
 log = structlog.get_logger(__name__)
@@ -420,7 +420,11 @@ class KubeClient:
             not credentials.changes or now - self._auth_read_at < AUTH_REFRESH_INTERVAL
         ):
             return self._auth
-        self._auth, self._auth_read_at = credentials.headers(), now
+        try:
+            self._auth = credentials.headers()
+        except KubeConfigError as exc:  # nothing was sent: retried like a refused connection
+            raise ConnectionFailed(0, "ConnectionError", str(exc)) from exc
+        self._auth_read_at = now
         return self._auth
 
 

@@ -122,13 +122,10 @@ class Connection:
             answer = self.send(request, read_timeout, head=head)
             if answer.framing == "length":
                 _check_body_size(answer.length)
-            data = bytearray()
-            for piece in self.body(answer):
-                data += piece
-                _check_body_size(len(data))
+            data = _whole(self.body(answer))
             return Answer(
                 answer.status, answer.reason, Headers(answer.fields),
-                _decoded(bytes(data), answer.fields),
+                _decoded(data, answer.fields),
             )  # fmt: skip
 
     def alive(self) -> bool:
@@ -302,11 +299,7 @@ class Stream:
 
     def read(self) -> bytes:
         """The rest of the body, whole (an error answer's Status)."""
-        data = bytearray()
-        for piece in self._pieces():
-            data += piece
-            _check_body_size(len(data))
-        return _decoded(bytes(data), self._answer.fields)
+        return _decoded(_whole(self._pieces()), self._answer.fields)
 
     def _pieces(self) -> Iterator[bytes]:
         """The body as it arrives; the connection is released at its end, closed if the
@@ -355,6 +348,15 @@ def _parse_head(head: bytes) -> tuple[int, str, bool, dict[str, str]]:
         name, value = raw_name.strip().lower(), value.strip()
         fields[name] = f"{fields[name]}, {value}" if name in fields else value
     return int(code), reason.strip(), version == "HTTP/1.0", fields
+
+
+def _whole(pieces: Iterator[bytes]) -> bytes:
+    """A body's pieces joined, refused once past MAX_BODY_BYTES."""
+    data = bytearray()
+    for piece in pieces:
+        data += piece
+        _check_body_size(len(data))
+    return bytes(data)
 
 
 def _check_body_size(size: int) -> None:

@@ -66,8 +66,9 @@ class FixedCredentials:
 
 class TokenFile:
     """A bearer token read from a file that is rewritten while the process runs (the
-    service account's projected token, a kubeconfig's tokenFile). A read that fails keeps
-    the last token: a rotation swaps the file atomically, so that is only ever brief."""
+    service account's projected token, a kubeconfig's tokenFile). It is read once when
+    built, so a missing file fails the start, not the first request; later, a read that
+    fails keeps the last token: a rotation swaps the file atomically, so that is brief."""
 
     changes: ClassVar[bool] = True
 
@@ -75,6 +76,7 @@ class TokenFile:
         self.path = path
         self._token = ""
         self._lock = threading.Lock()
+        self.headers()
 
     def headers(self) -> dict[str, str]:
         with self._lock:
@@ -95,7 +97,10 @@ class LoaderCredentials:
         self.changes = configuration.refresh_api_key_hook is not None
 
     def headers(self) -> dict[str, str]:
-        bearer = self._configuration.auth_settings().get("BearerToken")  # runs the hook
+        try:
+            bearer = self._configuration.auth_settings().get("BearerToken")  # runs the hook
+        except Exception as exc:  # an exec plugin that fails, an OIDC issuer out of reach
+            raise KubeConfigError(f"renewing the kubeconfig's credentials failed: {exc}") from exc
         return {"Authorization": bearer["value"]} if bearer and bearer["value"] else {}
 
 
@@ -109,14 +114,18 @@ class ClusterAccess:
 
 
 def locate(environ: Mapping[str, str] = os.environ) -> ClusterAccess:
-    """$KUBECONFIG (its first file), else ~/.kube/config, else the pod's service account."""
+    """The kubeconfig `kubeconfig_path` finds, else the pod's service account."""
+    path = kubeconfig_path(environ)
+    return in_cluster(environ) if path is None else from_kubeconfig(path, environ=environ)
+
+
+def kubeconfig_path(environ: Mapping[str, str] = os.environ) -> str | None:
+    """$KUBECONFIG (its first file), else ~/.kube/config if it exists, else None."""
     paths = environ.get("KUBECONFIG", "")
     if paths:
-        return from_kubeconfig(paths.split(os.pathsep)[0], environ=environ)
+        return paths.split(os.pathsep)[0]
     home = os.path.expanduser(HOME_KUBECONFIG)
-    if os.path.exists(home):
-        return from_kubeconfig(home, environ=environ)
-    return in_cluster(environ)
+    return home if os.path.exists(home) else None
 
 
 def in_cluster(
@@ -130,7 +139,6 @@ def in_cluster(
             "(KUBERNETES_SERVICE_HOST/PORT are not set)"
         )
     token = TokenFile(account_dir / "token")
-    token.headers()  # a pod without its token fails now, not at the first request
     ca_file = account_dir / "ca.crt"
     if not ca_file.exists():
         raise KubeConfigError(f"the service account's CA certificate {ca_file} is missing")

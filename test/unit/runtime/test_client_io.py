@@ -282,6 +282,19 @@ def test_fixed_credentials_are_read_once() -> None:
     assert {call.request.headers["Authorization"] for call in http.calls} == {"Bearer t0"}
 
 
+def test_credentials_that_cannot_be_renewed_fail_the_request_before_it_is_sent() -> None:
+    class Failing(FixedCredentials):
+        changes = True
+
+        def headers(self) -> dict[str, str]:
+            raise KubeConfigError("renewing the kubeconfig's credentials failed: exit 1")
+
+    kube = KubeClient(access(Failing({})), clock=FakeClock())
+    with HttpMock() as http, pytest.raises(ConnectionFailed, match="credentials failed: exit 1"):
+        kube.get(CONFIGMAPS, "a", "ns")
+    assert http.calls == []
+
+
 def test_a_refused_connection_is_a_connection_failed_error() -> None:
     kube = bearer_client("t0")
     with HttpMock(), pytest.raises(ConnectionFailed, match="GET /api/v1/namespaces/ns"):

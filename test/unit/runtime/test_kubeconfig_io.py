@@ -210,14 +210,32 @@ def test_an_exec_user_goes_through_the_kubernetes_loader(
             "users: [{name: u, user: {client-certificate: missing.crt}}]",
             "cannot read client-certificate",
         ),
+        (
+            "current-context: x\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n"
+            "clusters: [{name: c, cluster: {server: 'https://a.test'}}]\n"
+            "users: [{name: u, user: {tokenFile: missing-token}}]",
+            "cannot read the token file",
+        ),
     ],
-    ids=["yaml", "list", "no-context", "unknown-context", "no-server", "base64", "missing-file"],
+    ids=[
+        "yaml",
+        "list",
+        "no-context",
+        "unknown-context",
+        "no-server",
+        "base64",
+        "missing-file",
+        "missing-token-file",
+    ],
 )
 def test_a_kubeconfig_that_cannot_be_used_says_why(tmp_path: Path, text: str, problem: str) -> None:
     path = tmp_path / "config"
     path.write_text(text)
     with pytest.raises(KubeConfigError, match=problem.replace("(", r"\(").replace(")", r"\)")):
         kubeconfig.from_kubeconfig(str(path))
+
+
+def test_a_kubeconfig_that_is_not_there_says_so(tmp_path: Path) -> None:
     with pytest.raises(KubeConfigError, match="cannot read the kubeconfig"):
         kubeconfig.from_kubeconfig(str(tmp_path / "absent"))
 
