@@ -256,7 +256,7 @@ def test_the_wheel_holds_the_operator_without_simulators_sandbox_or_tests(wheel:
         assert needed in names
     (entry_points,) = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
     assert (
-        "baseten-operator = baseten_operator.cli:main"
+        "baseten-operator = baseten_operator.entry:main"
         in zipfile.ZipFile(wheel).read(entry_points).decode()
     )
 
