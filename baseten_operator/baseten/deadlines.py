@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import heapq
 import itertools
+import math
 import socket
 import threading
 import time
@@ -34,26 +35,33 @@ class _Call:
 
 
 class _Reaper:
-    """One daemon thread that shuts down the sockets of calls past their deadline."""
+    """One daemon thread that shuts down the sockets of calls past their deadline.
 
-    def __init__(self) -> None:
-        self._lock = threading.Condition()
+    It sleeps until a planned time, the earliest deadline it knows of, and a new call wakes
+    it only when its deadline is earlier still. Calls end long before their deadlines and
+    one after another, each a little later than the last: waking the thread for each would
+    cost a thread switch per request. When the planned time comes, one wake-up cuts what is
+    due, forgets what finished and plans the next, so the thread wakes about twice per
+    deadline period, not once per call.
+    """
+
+    def __init__(self, condition: threading.Condition | None = None) -> None:
+        self._lock = condition or threading.Condition()
         self._heap: list[tuple[float, int, _Call]] = []
         self._order = itertools.count()
+        self._wake_at = math.inf
         self._thread: threading.Thread | None = None
 
     def watch(self, call: _Call) -> None:
         with self._lock:
-            earliest = not self._heap or call.expires < self._heap[0][0]
             heapq.heappush(self._heap, (call.expires, next(self._order), call))
             if self._thread is None:
                 self._thread = threading.Thread(
                     target=self._run, name="http-deadlines", daemon=True
                 )
                 self._thread.start()
-            if earliest:
-                # Otherwise the reaper already wakes sooner than this call's deadline:
-                # waking it for every call would cost a thread switch per request.
+            if call.expires < self._wake_at:
+                self._wake_at = call.expires
                 self._lock.notify()
 
     def register(self, call: _Call, connection: Any) -> None:
@@ -69,24 +77,27 @@ class _Reaper:
         with self._lock:
             call.finished = True
             call.connections.clear()
+            # Calls mostly end in the order they began: the heap keeps only those in flight.
+            while self._heap and self._heap[0][2].finished:
+                heapq.heappop(self._heap)
 
     def _run(self) -> None:
         with self._lock:
             while True:
-                while self._heap and self._heap[0][2].finished:
-                    heapq.heappop(self._heap)
-                if not self._heap:
-                    self._lock.wait()
-                    continue
-                expires, _, call = self._heap[0]
-                remaining = expires - time.monotonic()
+                remaining = self._wake_at - time.monotonic()
                 if remaining > 0:
-                    self._lock.wait(remaining)
+                    self._lock.wait(None if self._wake_at == math.inf else remaining)
                     continue
-                heapq.heappop(self._heap)
+                self._reap(time.monotonic())
+
+    def _reap(self, now: float) -> None:
+        while self._heap and (self._heap[0][2].finished or self._heap[0][0] <= now):
+            _, _, call = heapq.heappop(self._heap)
+            if not call.finished:
                 call.expired = True
                 for connection in call.connections:
                     _shut(connection)
+        self._wake_at = self._heap[0][0] if self._heap else math.inf
 
 
 def _shut(connection: Any) -> None:
