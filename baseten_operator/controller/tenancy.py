@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import base64
 import binascii
+import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from cachetools import LRUCache
 from pydantic import ValidationError
 
 from baseten_operator.api.types import BasetenModelSpec
@@ -27,6 +29,9 @@ class ApiKeyUnavailable(Exception):
     """The namespace names an API key Secret that is missing or has no key: the message
     names it (never the key)."""
 
+
+# Namespaces whose policies are kept read; beyond it, the least recently used is read again.
+_POLICIES_KEPT = 4096
 
 # BasetenModels (raw dicts) that claim a (model, environment), across namespaces and teams.
 ClaimLookup = Callable[[str], list[dict[str, Any]]]
@@ -47,13 +52,28 @@ class Tenancy:
     claimants: ClaimLookup
     operator_namespace: str
     require_policy: bool = False
+    # The policy read from each Namespace object: a pass asks for it four times or more,
+    # and the informer replaces a changed object (never edits it), so the object itself
+    # says whether what was read from it still holds.
+    _read: LRUCache[str, tuple[dict[str, Any] | None, NamespacePolicy]] = field(
+        default_factory=lambda: LRUCache(maxsize=_POLICIES_KEPT), init=False, repr=False
+    )
+    _read_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     def knows_namespace(self, namespace: str) -> bool:
         """The Namespace is in the cache (until it is, its policy is unknown, not empty)."""
         return self.namespaces.get(None, namespace) is not None
 
     def policy(self, namespace: str) -> NamespacePolicy:
-        return NamespacePolicy.from_namespace(namespace, self.namespaces.get(None, namespace))
+        obj = self.namespaces.get(None, namespace)
+        with self._read_lock:
+            read = self._read.get(namespace)
+        if read is not None and read[0] is obj:
+            return read[1]
+        policy = NamespacePolicy.from_namespace(namespace, obj)
+        with self._read_lock:
+            self._read[namespace] = (obj, policy)
+        return policy
 
     def team_of(self, namespace: str, spec: BasetenModelSpec) -> str | None:
         """The Baseten team of a CR's model: its namespace's, else its own `spec.team`

@@ -396,9 +396,11 @@ class Namespaces:
         self.unseen: set[str] = set()
 
     def annotate(self, namespace: str, **annotations: str | None) -> None:
-        """Set (or, with None, remove) annotations; keys use `/`-less shorthands (see below)."""
-        meta = self.items.setdefault(namespace, {"metadata": {"name": namespace}})["metadata"]
-        current = meta.setdefault("annotations", {})
+        """Set (or, with None, remove) annotations; keys use `/`-less shorthands (see below).
+        A new object each time, as the informer stores one per change (never an edit)."""
+        changed = copy.deepcopy(self.items.get(namespace) or {"metadata": {"name": namespace}})
+        self.items[namespace] = changed
+        current = changed["metadata"].setdefault("annotations", {})
         for short, value in annotations.items():
             key = f"models.baseten.com/{short.replace('_', '-')}"
             if value is None:
