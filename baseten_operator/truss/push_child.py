@@ -11,6 +11,8 @@ Protocol with the parent (baseten_operator.truss.pusher):
   pipe's end (a dead one) stops the push at once, so that it never runs beside the push the
   next leader may start for the same name;
 - the API key: the environment variable ``API_KEY_ENV`` (never argv, never logged);
+- the working directory: made and removed by the parent, which outlives every way this
+  process can end (a kill at the timeout, the leash's ``os._exit``), so none is left behind;
 - stdout: the JSON ``ChildResult`` on the last line. Everything else truss prints is
   sent to stderr so it cannot corrupt the result.
 - exit code 0 when the push succeeded, 1 otherwise.
@@ -23,7 +25,6 @@ import os
 import select
 import signal
 import sys
-import tempfile
 import threading
 import warnings
 from collections.abc import Callable
@@ -50,6 +51,8 @@ class ChildRequest(BaseModel):
     truss_config: dict[str, object]
     setup_script: str = ""
     team_id: str | None = None
+    # An empty directory the parent made for this push and removes after it.
+    workdir: str
     # The operator process: the push dies with it (see die_with_parent).
     parent_pid: int | None = None
     # The read end of the leash (see hold_leash), inherited; None: no leash.
@@ -92,7 +95,7 @@ def describe_exception(exc: BaseException, secret: str) -> str:
 
 
 def push(request: ChildRequest, api_key: str) -> ChildResult:
-    """Write the truss directory in a temporary directory and push it with truss."""
+    """Write the truss directory into the request's working directory and push it."""
     validate_push_names(request.model_name, None)
     if not request.deployment_name or not TRUSS_NAME_PATTERN.match(request.deployment_name):
         raise ValueError(f"deployment name {request.deployment_name!r} is not valid for truss")
@@ -101,25 +104,24 @@ def push(request: ChildRequest, api_key: str) -> ChildResult:
     from truss.remote.baseten.remote import BasetenRemote
     from truss.truss_handle.build import load
 
-    with tempfile.TemporaryDirectory(prefix="baseten-truss-push-") as workdir:
-        truss_dir = write_truss_dir(
-            Path(workdir) / "truss",
-            request.model_name,
-            request.truss_config,
-            request.setup_script,
-        )
-        remote = BasetenRemote(request.remote_url, api_key)
-        service = remote.push(
-            load(str(truss_dir)),
-            model_name=request.model_name,
-            working_dir=truss_dir,
-            publish=True,
-            deployment_name=request.deployment_name,
-            team_id=request.team_id,
-        )
-        return ChildResult(
-            succeeded=True, model_id=service.model_id, deployment_id=service.model_version_id
-        )
+    truss_dir = write_truss_dir(
+        Path(request.workdir) / "truss",
+        request.model_name,
+        request.truss_config,
+        request.setup_script,
+    )
+    remote = BasetenRemote(request.remote_url, api_key)
+    service = remote.push(
+        load(str(truss_dir)),
+        model_name=request.model_name,
+        working_dir=truss_dir,
+        publish=True,
+        deployment_name=request.deployment_name,
+        team_id=request.team_id,
+    )
+    return ChildResult(
+        succeeded=True, model_id=service.model_id, deployment_id=service.model_version_id
+    )
 
 
 # linux/prctl.h

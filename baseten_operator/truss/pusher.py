@@ -19,6 +19,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -43,6 +44,7 @@ from baseten_operator.truss.push_child import (
 log = structlog.get_logger(__name__)
 
 DEFAULT_CHILD_ARGV: tuple[str, ...] = (sys.executable, "-m", "baseten_operator.truss.push_child")
+WORKDIR_PREFIX = "baseten-truss-push-"
 # The hard timeout of one push (docs/contract.md section 5). Never scaled by --time-scale:
 # it bounds a real child process, which runs no faster in the sandbox (scaled, every push
 # there, a few seconds of truss start-up, would be killed); unscaled, it stays the 5-minute
@@ -291,6 +293,14 @@ class TrussPusher:
                 self._supervisors.discard(threading.current_thread())
 
     def _run_child(self, push: _Push) -> PushOutcome:
+        # The child can end without its own clean-up running (killed at the timeout or on
+        # stop, or its leash's os._exit): the working directory is the parent's to remove.
+        with tempfile.TemporaryDirectory(
+            prefix=WORKDIR_PREFIX, ignore_cleanup_errors=True
+        ) as workdir:
+            return self._run_child_in(push, workdir)
+
+    def _run_child_in(self, push: _Push, workdir: str) -> PushOutcome:
         req = push.request
         child_request = ChildRequest(
             remote_url=self._remote_url,
@@ -300,6 +310,7 @@ class TrussPusher:
             truss_config=dict(truss_config_dict(req.truss_config)),
             setup_script=req.setup_script,
             team_id=req.team_id,
+            workdir=workdir,
             parent_pid=os.getpid(),
             leash_slack=self._leash_slack,
         )

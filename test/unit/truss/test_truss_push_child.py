@@ -82,6 +82,7 @@ def test_child_refuses_unsafe_names_before_pushing(
         "deployment_name": deployment_name,
         "truss_config": {"resources": {"accelerator": "L4"}, "baseImage": {"image": "i"}},
         "setup_script": "",
+        "workdir": "/nonexistent",  # refused before anything is written
     }
     code, result, _ = run_child(json.dumps(request))
     assert code == 1

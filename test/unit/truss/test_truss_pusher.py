@@ -39,8 +39,12 @@ elif mode == "crash":
     sys.stderr.write("Traceback (most recent call last):\nRuntimeError: blew up, key " + key + "\n")
     sys.exit(3)
 elif mode == "hang":
-    with open(req["setup_script"], "w") as f:
-        f.write(str(os.getpid()))
+    # Fills its working directory as truss would, then says who it is and where it works
+    # (renamed into place, so the test never reads half of it).
+    os.makedirs(os.path.join(req["workdir"], "truss"))
+    with open(req["setup_script"] + ".part", "w") as f:
+        f.write(str(os.getpid()) + " " + req["workdir"])
+    os.rename(req["setup_script"] + ".part", req["setup_script"])
     while True:
         time.sleep(1)
 elif mode == "env":
@@ -90,6 +94,13 @@ def request(
         setup_script=str(path or ""),
         model_id=None,
     )
+
+
+def hung_child(started_file: Path) -> tuple[int, Path]:
+    """The pid and working directory a "hang" child reported, once it has."""
+    wait_for(started_file.exists)
+    pid, workdir = started_file.read_text().split(" ", 1)
+    return int(pid), Path(workdir)
 
 
 def is_alive(pid: int) -> bool:
@@ -190,8 +201,8 @@ def test_timeout_kills_the_child(harness: Harness, tmp_path: Path) -> None:
     before = pushes_total("timeout")
     pid_file = tmp_path / "pid"
     assert harness.pusher.launch(request("ns/a", "hang", path=pid_file))
-    wait_for(lambda: pid_file.exists() and pid_file.read_text() != "")
-    pid = int(pid_file.read_text())
+    pid, workdir = hung_child(pid_file)
+    assert (workdir / "truss").is_dir()
 
     harness.clock.advance(300)
     # advance(0) re-wakes the watchdog in case it had not started waiting yet.
@@ -199,6 +210,7 @@ def test_timeout_kills_the_child(harness: Harness, tmp_path: Path) -> None:
     assert outcome.error == "timed out after 5m0s"
     assert outcome.duration == 300
     assert not is_alive(pid)
+    assert not workdir.exists()  # the killed child could not remove it: the pusher did
     assert pushes_total("timeout") == before + 1
     assert harness.pusher.has_capacity()
 
@@ -239,13 +251,13 @@ def test_stop_kills_children_and_refuses_new_pushes(harness: Harness, tmp_path: 
     pid_files = [tmp_path / "a", tmp_path / "b"]
     for key, pid_file in zip(("ns/a", "ns/b"), pid_files, strict=True):
         assert harness.pusher.launch(request(key, "hang", path=pid_file))
-    wait_for(lambda: all(p.exists() and p.read_text() != "" for p in pid_files))
-    pids = [int(p.read_text()) for p in pid_files]
+    pids, workdirs = zip(*(hung_child(p) for p in pid_files), strict=True)
 
     assert harness.pusher.stop(10)  # the supervisors of the killed children all ended
     errors = {harness.next_outcome().error, harness.next_outcome().error}
     assert errors == {"cancelled: the operator is shutting down"}
     assert not any(is_alive(pid) for pid in pids)
+    assert not any(workdir.exists() for workdir in workdirs)
     assert not harness.pusher.has_capacity()
     assert not harness.pusher.launch(request("ns/c", "ok"))
 
