@@ -177,6 +177,11 @@ class LeaderElector:
             )
         return None
 
+    def proof_lapses_at(self) -> float | None:
+        """The monotonic time from which `refusal` refuses unless a renewal succeeds first;
+        None while not leading (then it refuses already)."""
+        return self._renewed_at + self.renew_deadline if self._leading else None
+
     def healthy(self, tolerance: float = 0.0) -> bool:
         """False for a leader whose Lease has not been renewed for longer than it lasts."""
         if not self._leading:

@@ -44,9 +44,6 @@ EXIT_OK = 0
 EXIT_LOST_LEASE = 1
 # A leader whose Lease went unrenewed this long past its duration reports unready.
 LEADER_HEALTH_TOLERANCE = 20.0
-# How often `wait` looks whether a replica that lost its Lease, or can no longer prove it
-# leads, is taking too long to stop (with leader election on).
-_WAIT_POLL_SECONDS = 0.05
 
 
 class Runnable(Protocol):
@@ -105,6 +102,8 @@ class Manager:
         self.fence = WriteFence(self._leadership_refusal, clock=self._clock)
         self._liveness_checks: dict[str, Check] = {}
         self._lease_lost = threading.Event()
+        # Wakes `wait`'s watchdog: leadership gained, the Lease lost, the manager done.
+        self._watchdog_wake = threading.Condition()
         self._deposing = False
         self._lock = threading.RLock()
         self._informers: dict[tuple[Resource, str | None, bool], Informer] = {}
@@ -203,18 +202,24 @@ class Manager:
         most that many (real) seconds later even if a component is still stopping: the
         process must not linger as a deposed leader.
         """
+        # The watchdog below sleeps until the leader's proof would lapse (once per renew
+        # deadline while renewals succeed), not in a poll: a replica that leads for weeks
+        # would otherwise wake many times a second for nothing.
         if lost_lease_grace is None or not self.options.leader_elect:
-            # Without leader election there is no Lease to lose and no leadership to prove:
-            # nothing for the watchdog below, so no reason to wake up 20 times a second.
+            # Without leader election there is no Lease to lose and no leadership to prove.
             self._done.wait()
             return self._exit_code
-        while not self._done.wait(_WAIT_POLL_SECONDS):
+        while True:
+            with self._watchdog_wake:
+                if not (self._done.is_set() or self._lease_lost.is_set()):
+                    self._clock.wait(self._watchdog_wake, self._proof_time_left())
+            if self._done.is_set():
+                return self._exit_code
             self._depose_if_unproven()
             if self._lease_lost.is_set():
                 if not self._done.wait(lost_lease_grace):
                     self._log.error("still stopping after losing the lease: exiting anyway")
                 return EXIT_LOST_LEASE
-        return self._exit_code
 
     def run(self, *, lost_lease_grace: float | None = None) -> int:
         self.start()
@@ -248,6 +253,21 @@ class Manager:
         elector = self._elector
         return "leader election has not started" if elector is None else elector.refusal()
 
+    def _proof_time_left(self) -> float | None:
+        """Seconds until this leader can no longer prove it leads unless a renewal succeeds
+        first: when the watchdog must look. None while there is nothing to watch (not
+        leading, stopping, or already being deposed): what changes that wakes it."""
+        with self._lock:
+            elector = self._elector
+            if elector is None or not self._leading or self._stopping.is_set() or self._deposing:
+                return None
+        lapses_at = elector.proof_lapses_at()
+        return None if lapses_at is None else max(lapses_at - self._clock.monotonic(), 0.0)
+
+    def _wake_watchdog(self) -> None:
+        with self._watchdog_wake:
+            self._watchdog_wake.notify_all()
+
     def leader_election_healthy(self) -> bool:
         elector = self._elector
         return elector is None or elector.healthy(LEADER_HEALTH_TOLERANCE)
@@ -264,6 +284,7 @@ class Manager:
                 service.start()
             for runnable in self._work:
                 runnable.start()
+        self._wake_watchdog()
 
     def _depose_if_unproven(self) -> None:
         """A watchdog over the elector: its own thread deposes a leader whose renewals fail,
@@ -285,6 +306,7 @@ class Manager:
             return  # our own clean release
         self.fence.close("leadership lost")
         self._lease_lost.set()
+        self._wake_watchdog()
         self._log.error("leader election lost: stopping controllers and exiting")
         self._shutdown(EXIT_LOST_LEASE, 0.0)
 
@@ -315,6 +337,7 @@ class Manager:
         finally:
             self._log.info("manager stopped", exit_code=self._exit_code)
             self._done.set()
+            self._wake_watchdog()
 
     def _stop_leader_work(self, drain_timeout: float) -> None:
         """Stop the work in parallel (none takes new work while another drains), then the

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import queue
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -137,6 +138,45 @@ def test_a_leader_whose_renewal_hangs_is_deposed_and_exits_within_the_grace(
     finally:
         released.set()  # the hung request returns; the shutdown can finish
     assert manager.wait() == EXIT_LOST_LEASE
+
+
+class WatchdogClock(FakeClock):
+    """Fake time that reports every timeout the thread named "waiter" waits with."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waiter_timeouts: queue.Queue[float | None] = queue.Queue()
+
+    def wait(self, condition: threading.Condition, timeout: float | None) -> None:
+        if threading.current_thread().name == "waiter":
+            self.waiter_timeouts.put(timeout)
+        super().wait(condition, timeout)
+
+
+def test_the_watchdog_sleeps_until_the_leaders_proof_would_lapse(
+    list_watch_client: Any, lease_client: Any, advance_until: Callable[..., None]
+) -> None:
+    clock = WatchdogClock()
+    manager = leading_manager(list_watch_client, lease_client, clock)
+    exit_codes: list[int] = []
+    waiter = threading.Thread(
+        target=lambda: exit_codes.append(manager.wait(lost_lease_grace=1.0)),
+        name="waiter",
+        daemon=True,
+    )
+    waiter.start()
+    assert clock.waiter_timeouts.get(timeout=10) is None  # not leading: nothing to watch
+    manager.start()
+    advance_until(clock, lambda: manager.is_leader, step=0.5)
+    # Leading: one sleep until the last renewal's proof lapses, not a poll.
+    renew_deadline, retry_period = manager.options.renew_deadline, manager.options.retry_period
+    timeout = None
+    while timeout is None:  # each advance before leadership woke it to wait with None again
+        timeout = clock.waiter_timeouts.get(timeout=10)
+    assert renew_deadline - retry_period <= timeout <= renew_deadline
+    manager.stop()
+    waiter.join(10.0)
+    assert exit_codes == [0]
 
 
 def test_a_shutdown_closes_the_fence(list_watch_client: Any) -> None:
