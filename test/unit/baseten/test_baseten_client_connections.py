@@ -30,31 +30,45 @@ def test_tls_trusts_certifi_unless_a_bundle_variable_names_another(tmp_path: Pat
     assert ca_bundle({"REQUESTS_CA_BUNDLE": "  "}) == certifi.where()  # blank is unset
 
 
+class _Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"{}")
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def _serve(tls: ssl.SSLContext | None = None) -> int:
+    """A server answering `{}` to everything; its port."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    if tls is not None:
+        server.socket = tls.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server.server_address[1]
+
+
 def _tls_server(tmp_path: Path) -> tuple[Path, str]:
-    """An HTTPS server for `localhost` answering `{}` to everything, and its certificate."""
+    """An HTTPS server for `localhost`, and its certificate."""
     cert_pem, key_pem = self_signed_pem(("localhost",))
     cert, key = tmp_path / "server.crt", tmp_path / "server.key"
     cert.write_bytes(cert_pem)
     key.write_bytes(key_pem)
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def do_GET(self) -> None:
-            self.send_response(200)
-            self.send_header("Content-Length", "2")
-            self.end_headers()
-            self.wfile.write(b"{}")
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert, key)
-    server.socket = context.wrap_socket(server.socket, server_side=True)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return cert, f"https://localhost:{server.server_address[1]}"
+    return cert, f"https://localhost:{_serve(context)}"
+
+
+def test_a_plain_http_base_url_loads_no_trusted_certificates() -> None:
+    # Loading this bundle would fail: a client of a plain-HTTP simulator never tries.
+    missing = {"SSL_CERT_FILE": "/nonexistent/ca.pem"}
+    assert _get(Connections(f"http://127.0.0.1:{_serve()}", 4, missing)) == 200
+    with pytest.raises(FileNotFoundError):
+        Connections(BASE, 4, missing)
 
 
 def _get(connections: Connections) -> int:
