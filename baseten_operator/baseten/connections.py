@@ -2,8 +2,9 @@
 
 Everything a request would otherwise look up each time is settled once, when a client is
 built, from the variables `requests` read on every call:
-- TLS is always verified, against REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE or SSL_CERT_FILE when
-  one is set (a file, or a directory of certificates), else certifi's bundle;
+- TLS (an https base URL: every real one) is always verified, against REQUESTS_CA_BUNDLE,
+  CURL_CA_BUNDLE or SSL_CERT_FILE when one is set (a file, or a directory of
+  certificates), else certifi's bundle;
 - a proxy comes from the proxy variables (runtime/proxies.py); a proxy URL's user:password
   becomes its Proxy-Authorization.
 Connections are kept alive (runtime/http1.py). Nothing is retried or redirected here: the
