@@ -231,14 +231,14 @@ class Transport:
     ) -> T:
         response = self._send(endpoint, path, query, body)
         try:
-            data = _json(response)
-        except ValueError:
-            raise self._malformed(endpoint, response, "body is not JSON") from None
-        try:
-            return model.model_validate(data)
+            # pydantic parses the JSON itself, in one pass (about half the CPU of
+            # json.loads followed by validation of the Python objects).
+            return model.model_validate_json(response.data)
         except ValidationError as exc:
             # Name the first problem only: a pydantic dump is noise in a CR's status.
             first = exc.errors(include_input=False, include_url=False)[0]
+            if first["type"] == "json_invalid":
+                raise self._malformed(endpoint, response, "body is not JSON") from None
             where = ".".join(str(part) for part in first["loc"]) or "body"
             raise self._malformed(endpoint, response, f"{where}: {first['msg']}") from None
 
