@@ -20,6 +20,7 @@ TLS trust and the URL are settled once per client, not on every call.
 
 from __future__ import annotations
 
+import codecs
 import json
 import logging
 import random
@@ -232,8 +233,10 @@ class Transport:
         response = self._send(endpoint, path, query, body)
         try:
             # pydantic parses the JSON itself, in one pass (about half the CPU of
-            # json.loads followed by validation of the Python objects).
-            return model.model_validate_json(response.data)
+            # json.loads followed by validation of the Python objects). It reads UTF-8
+            # only; json.loads also skipped a byte order mark, which JSON lets a reader
+            # ignore.
+            return model.model_validate_json(response.data.removeprefix(codecs.BOM_UTF8))
         except ValidationError as exc:
             # Name the first problem only: a pydantic dump is noise in a CR's status.
             first = exc.errors(include_input=False, include_url=False)[0]

@@ -334,6 +334,15 @@ def test_timeout_message_says_timeout(client: BasetenClient, rsps: HttpMock, bas
         client.retry_deployment("m1", "d1")
 
 
+def test_a_body_led_by_a_byte_order_mark_is_read(
+    client: BasetenClient, rsps: HttpMock, base_url: str
+) -> None:
+    rsps.get(
+        f"{base_url}/models", body=b"\xef\xbb\xbf" + b'{"models": [{"id": "m1", "name": "a"}]}'
+    )
+    assert [model.id for model in client.list_models()] == ["m1"]
+
+
 def test_body_that_is_not_json_is_a_clear_error(
     client: BasetenClient, rsps: HttpMock, base_url: str
 ) -> None:
