@@ -102,10 +102,12 @@ class Manager:
         self.fence = WriteFence(self._leadership_refusal, clock=self._clock)
         self._liveness_checks: dict[str, Check] = {}
         self._lease_lost = threading.Event()
-        # Wakes `wait`'s watchdog: leadership gained, the Lease lost, the manager done.
-        self._watchdog_wake = threading.Condition()
         self._deposing = False
         self._lock = threading.RLock()
+        # Wakes `wait`'s watchdog: leadership gained, the Lease lost, the manager done. On
+        # the manager's own lock, which the watchdog takes anyway to read the state it
+        # watches: one lock, so no order between two to get wrong.
+        self._watchdog_wake = threading.Condition(self._lock)
         self._informers: dict[tuple[Resource, str | None, bool], Informer] = {}
         # What `add` registered: work that drains within the manager's budget, and the
         # services it uses, each with its own stop budget.
