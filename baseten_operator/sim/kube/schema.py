@@ -249,7 +249,15 @@ def _is_typed(schema: Schema) -> bool:
 
 
 def _json_equal(a: Any, b: Any) -> bool:
-    # Python's True == 1; JSON's booleans are not numbers.
+    """JSON equality, all the way down: Python's True == 1, but JSON's booleans are not numbers."""
+    if isinstance(a, dict):
+        return (
+            isinstance(b, dict)
+            and a.keys() == b.keys()
+            and all(_json_equal(item, b[key]) for key, item in a.items())
+        )
+    if isinstance(a, list):
+        return isinstance(b, list) and len(a) == len(b) and all(map(_json_equal, a, b))
     return isinstance(a, bool) == isinstance(b, bool) and a == b
 
 
@@ -376,6 +384,12 @@ def _check_node_rules(
     schema: Schema, value: Any, old: Any, path: str, causes: list[Cause], *, root: bool = False
 ) -> None:
     if value is None:
+        return
+    # Ratcheting (CRDValidationRatcheting, on by default since Kubernetes 1.30): an update
+    # is not held to the rules of a value it leaves as it was. So a status write or a
+    # metadata patch does not re-run the spec's rules, and an object stored before a rule
+    # was added can still be written as long as it does not touch the offending value.
+    if old is not None and _json_equal(value, old):
         return
     for rule in schema.get("x-kubernetes-validations") or []:
         cause = _rule_failure(rule, _schema_type(schema), value, old, path)

@@ -143,6 +143,35 @@ def test_transition_rules_only_run_on_update() -> None:
     )
 
 
+def test_an_update_is_not_held_to_the_rules_of_values_it_leaves_unchanged() -> None:
+    # Ratcheting: the stored spec breaks a rule added after it was written.
+    schema = spec_with_rules({"rule": "self.n < 3", "message": "n too big"})
+    stored = {"a": "x", "n": 5}
+    assert run(schema, dict(stored), stored) == []
+    changed = run(schema, {"a": "y", "n": 5}, stored)
+    assert [c["message"] for c in changed] == ['Invalid value: "object": n too big']
+
+
+def test_unchanged_children_of_a_changed_value_keep_their_ratchet() -> None:
+    schema = spec_with_rules({"rule": "self.a != 'bad'", "message": "a is bad"})
+    schema["properties"]["spec"]["properties"]["n"]["x-kubernetes-validations"] = [
+        {"rule": "self < 3", "message": "n too big"}
+    ]
+    stored = {"a": "x", "n": 5}
+    # The spec changed (its rule runs and holds); n did not (its rule is not enforced).
+    assert run(schema, {"a": "y", "n": 5}, stored) == []
+    assert [c["field"] for c in run(schema, {"a": "y", "n": 6}, stored)] == ["spec.n"]
+    assert [c["field"] for c in run(schema, {"a": "bad", "n": 5}, stored)] == ["spec"]
+
+
+def test_a_status_write_does_not_run_the_specs_rules() -> None:
+    schema = spec_with_rules({"rule": "false", "message": "never"})
+    schema["properties"]["status"] = {"type": "object", "properties": {"s": {"type": "string"}}}
+    stored = {"spec": {"a": "x"}, "status": {"s": "old"}}
+    written = {"spec": {"a": "x"}, "status": {"s": "new"}}
+    assert apply_structural_schema(schema, written, stored) == []
+
+
 def test_old_values_correlate_through_list_map_keys() -> None:
     item = {
         "type": "object",
