@@ -31,7 +31,8 @@ from testsupport.e2e.harness import (
 from testsupport.e2e.local import (
     SHUTDOWN_TIMEOUT,
     KeyStack,
-    start_cluster,
+    LocalCluster,
+    running_cluster,
     start_operator,
 )
 
@@ -49,18 +50,12 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             metrics_url=None,
         )
         return
-    workdir = tmp_path_factory.mktemp("e2e")
-    processes: list[Process] = []
-    try:
-        yield from _local_stack(workdir, processes)
-    finally:
-        for process in reversed(processes):
-            process.terminate(SHUTDOWN_TIMEOUT)
+    with running_cluster(tmp_path_factory.mktemp("e2e"), API_KEY) as (cluster, processes):
+        yield from _local_stack(cluster, processes)
 
 
-def _local_stack(workdir: Path, processes: list[Process]) -> Iterator[Stack]:
-    cluster = start_cluster(workdir, processes, API_KEY)
-    started = start_operator(cluster, processes, workdir / "operator.log")
+def _local_stack(cluster: LocalCluster, processes: list[Process]) -> Iterator[Stack]:
+    started = start_operator(cluster, processes, cluster.workdir / "operator.log")
     operator, kubectl = started.process, cluster.kubectl
 
     # Metrics are served as installed: HTTPS behind TokenReview/SubjectAccessReview.
@@ -83,10 +78,5 @@ def _local_stack(workdir: Path, processes: list[Process]) -> Iterator[Stack]:
 def key_stack(tmp_path: Path) -> Iterator[KeyStack]:
     if external():
         pytest.skip("needs operators of its own, started with a key of their own")
-    processes: list[Process] = []
-    try:
-        cluster = start_cluster(tmp_path, processes, f"sk-e2e-{uuid.uuid4().hex}")
+    with running_cluster(tmp_path, f"sk-e2e-{uuid.uuid4().hex}") as (cluster, processes):
         yield KeyStack(cluster, tmp_path, processes, [])
-    finally:
-        for process in reversed(processes):
-            process.terminate(SHUTDOWN_TIMEOUT)

@@ -27,7 +27,7 @@ from testsupport.e2e.harness import (
     status_of,
     unique_name,
 )
-from testsupport.e2e.local import LocalCluster, start_cluster, start_operator
+from testsupport.e2e.local import LocalCluster, running_cluster, start_operator
 from testsupport.polling import wait_for
 
 GO_IDENTITY = "baseten-operator-controller-manager-7d9f8c6b5-x2x7q_5f1c2a7e"
@@ -78,12 +78,8 @@ def rfc3339(moment: datetime, micro: bool = False) -> str:
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[tuple[LocalCluster, list[Process], Path]]:
-    processes: list[Process] = []
-    try:
-        yield start_cluster(tmp_path, processes, "migration-key"), processes, tmp_path
-    finally:
-        for process in reversed(processes):
-            process.terminate(30.0)
+    with running_cluster(tmp_path, "migration-key") as (cluster, processes):
+        yield cluster, processes, tmp_path
 
 
 def go_status(model_id: str, active: str, **extra: Any) -> dict[str, Any]:

@@ -1,17 +1,22 @@
-"""The e2e stack as local processes: the Kubernetes API emulator with the operator installed
-from the rendered manifests (`kubectl apply -f deploy/install.yaml`), the Baseten simulator,
-and operators started with the manager Deployment's flags (leader election in its namespace
-included), since the emulator has no kubelet to run the Deployment's pods."""
+"""The e2e stack as local processes: a Kubernetes API server (the real one, or the emulator with
+TEST_KUBE=emulator) with the operator installed from the rendered manifests
+(`kubectl apply -f deploy/install.yaml`), the Baseten simulator, and operators started with the
+manager Deployment's flags (leader election in its namespace included) and its ServiceAccount's
+token, since neither server has a kubelet to run the Deployment's pods."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from testsupport.clusters import Cluster, start_kube
 from testsupport.e2e.harness import (
     API_KEY_SECRET,
     INSTALL_MANIFEST,
     OPERATOR_NAMESPACE,
+    OPERATOR_SERVICE_ACCOUNT,
     TIME_SCALE,
     VENV_BIN,
     Kubectl,
@@ -42,35 +47,36 @@ def _started(processes: list[Process], process: Process, ready: str) -> None:
 
 @dataclass(frozen=True)
 class LocalCluster:
-    """The emulator (with the operator installed) and the simulator, as local processes."""
+    """The API server (with the operator installed) and the simulator."""
 
-    kubeconfig: Path
+    workdir: Path  # where the logs go
+    kube: Cluster
+    kubeconfig: Path  # the administrator's, for kubectl
     kubectl: Kubectl
+    operator_kubeconfig: Path  # the manager ServiceAccount's token
     sim_url: str
     api_key: str
 
 
-def start_cluster(workdir: Path, processes: list[Process], api_key: str) -> LocalCluster:
+@contextlib.contextmanager
+def running_cluster(workdir: Path, api_key: str) -> Iterator[tuple[LocalCluster, list[Process]]]:
+    """A `LocalCluster` and the processes started on it (the caller may add operators); all
+    stopped, and the API server's data removed, when the block ends."""
+    processes: list[Process] = []
+    kube = start_kube(workdir / "kube")
+    try:
+        yield start_cluster(kube, workdir, processes, api_key), processes
+    finally:
+        for process in reversed(processes):
+            process.terminate(SHUTDOWN_TIMEOUT)
+        kube.stop()
+
+
+def start_cluster(
+    kube: Cluster, workdir: Path, processes: list[Process], api_key: str
+) -> LocalCluster:
+    """The operator installed on `kube` and the simulator started (added to `processes`)."""
     python = str(VENV_BIN / "python")
-    kubeconfig = workdir / "kubeconfig"
-    kube_port = free_port()
-    emulator = Process.start(
-        "kube emulator",
-        [
-            python,
-            "-m",
-            "baseten_operator.sim.kube",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(kube_port),
-            "--kubeconfig",
-            str(kubeconfig),
-        ],
-        workdir / "kube.log",
-    )
-    _started(processes, emulator, f"http://127.0.0.1:{kube_port}/api")
-    wait_for(kubeconfig.exists, timeout=STARTUP_TIMEOUT)
 
     sim_port = free_port()
     simulator = Process.start(
@@ -93,9 +99,14 @@ def start_cluster(workdir: Path, processes: list[Process], api_key: str) -> Loca
     sim_url = f"http://127.0.0.1:{sim_port}"
     _started(processes, simulator, f"{sim_url}/_sim/health")
 
-    kubectl = Kubectl(str(kubeconfig))
-    install(kubectl, api_key)
-    return LocalCluster(kubeconfig, kubectl, sim_url, api_key)
+    install(kube.kubectl, api_key)
+    # The operator authenticates as its own ServiceAccount: exactly config/rbac's permissions.
+    operator_kubeconfig = kube.service_account_kubeconfig(
+        workdir / "operator.kubeconfig", OPERATOR_NAMESPACE, OPERATOR_SERVICE_ACCOUNT
+    )
+    return LocalCluster(
+        workdir, kube, kube.kubeconfig, kube.kubectl, operator_kubeconfig, sim_url, api_key
+    )
 
 
 @dataclass(frozen=True)
@@ -120,7 +131,7 @@ def start_operator(
             str(VENV_BIN / "baseten-operator"),
             "run",
             "--kubeconfig",
-            str(cluster.kubeconfig),
+            str(cluster.operator_kubeconfig),
             "--leader-elect",
             "--leader-election-namespace",
             OPERATOR_NAMESPACE,

@@ -1,0 +1,151 @@
+"""Building kube-apiserver and etcd from the Go modules under `hack/`, once per machine.
+
+`hack/kube-apiserver/go.mod` and `hack/etcd/go.mod` (with their go.sum, which every download
+is verified against) pin the releases; the binaries go to a cache outside the checkout,
+`$XDG_CACHE_HOME/baseten-operator/kube/<kubernetes release>/`, and are rebuilt only when
+missing. A cold build compiles a few thousand packages: minutes on two cores, so it prints
+how far it has got. Two builders at once (parallel test workers) take turns on a file lock,
+and a binary appears in the cache only once it is complete.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import fcntl
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+# The checkout's hack/ directory: the Go modules are not package data (a wheel has no Go).
+HACK = Path(__file__).resolve().parents[3] / "hack"
+APISERVER_MODULE = HACK / "kube-apiserver"
+ETCD_MODULE = HACK / "etcd"
+APISERVER_PACKAGE = "k8s.io/kubernetes/cmd/kube-apiserver"
+ETCD_PACKAGE = "go.etcd.io/etcd/server/v3"
+# How Kubernetes' own release build compiles (hack/lib/golang.sh there): static, no test code.
+BUILD_TAGS = "selinux,notest"
+PROGRESS_EVERY = 30.0
+
+Say = Callable[[str], None]
+
+
+class BuildError(RuntimeError):
+    """The binaries could not be built; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class Binaries:
+    kube_apiserver: Path
+    etcd: Path
+    kubernetes_version: str
+
+
+def pinned_version(go_mod: Path, module: str) -> str:
+    """The version `go_mod` requires of `module` (the single source of the pin)."""
+    match = re.search(rf"^\s*(?:require\s+)?{re.escape(module)}\s+(v\S+)", go_mod.read_text(), re.M)
+    if match is None:
+        raise BuildError(f"{go_mod} does not require {module}")
+    return match.group(1)
+
+
+def cache_root() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "baseten-operator" / "kube"
+
+
+def planned() -> Binaries:
+    """Where the pinned binaries live, built or not."""
+    if not APISERVER_MODULE.joinpath("go.mod").is_file():
+        raise BuildError(
+            f"the Go modules that pin the control plane are not here ({APISERVER_MODULE}): "
+            "a real API server needs a checkout of the repository"
+        )
+    kubernetes = pinned_version(APISERVER_MODULE / "go.mod", "k8s.io/kubernetes")
+    etcd = pinned_version(ETCD_MODULE / "go.mod", "go.etcd.io/etcd/server/v3")
+    directory = cache_root() / kubernetes
+    return Binaries(directory / "kube-apiserver", directory / f"etcd-{etcd}", kubernetes)
+
+
+def ensure_built(say: Say | None = None) -> Binaries:
+    """The pinned binaries, built first if the cache lacks them."""
+    say = say or _stderr
+    binaries = planned()
+    if binaries.kube_apiserver.is_file() and binaries.etcd.is_file():
+        return binaries
+    if shutil.which("go") is None:
+        raise BuildError("building a real API server needs Go (the `go` command) on PATH")
+    binaries.kube_apiserver.parent.mkdir(parents=True, exist_ok=True)
+    with _locked(binaries.kube_apiserver.parent / ".build.lock"):
+        major, minor = binaries.kubernetes_version.lstrip("v").split(".")[:2]
+        version_pkg = "k8s.io/component-base/version"
+        version_flags = (
+            f"-X {version_pkg}.gitVersion={binaries.kubernetes_version} "
+            f"-X {version_pkg}.gitMajor={major} -X {version_pkg}.gitMinor={minor}"
+        )
+        _build("etcd", ETCD_MODULE, ETCD_PACKAGE, binaries.etcd, "-s -w", say)
+        _build(
+            f"kube-apiserver {binaries.kubernetes_version}",
+            APISERVER_MODULE,
+            APISERVER_PACKAGE,
+            binaries.kube_apiserver,
+            f"-s -w {version_flags}",
+            say,
+        )
+    return binaries
+
+
+def _build(name: str, module: Path, package: str, output: Path, ldflags: str, say: Say) -> None:
+    if output.is_file():  # another builder finished it while we waited for the lock
+        return
+    say(
+        f"building {name} from source into {output.parent} "
+        "(once per machine: a cold build takes minutes, a warm Go cache about one)"
+    )
+    partial = output.with_name(output.name + ".partial")
+    command = [
+        "go", "build", "-v", "-trimpath", "-tags", BUILD_TAGS,
+        "-ldflags", ldflags, "-o", str(partial), package,
+    ]  # fmt: skip
+    env = {**os.environ, "CGO_ENABLED": "0", "GOFLAGS": "-mod=readonly -buildvcs=false"}
+    started = time.monotonic()
+    process = subprocess.Popen(
+        command, cwd=module, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    assert process.stderr is not None
+    compiled = 0
+    tail: collections.deque[str] = collections.deque(maxlen=30)
+    next_report = started + PROGRESS_EVERY
+    for line in process.stderr:  # `-v` names each package as it is compiled
+        compiled += 1
+        tail.append(line.rstrip())
+        if time.monotonic() >= next_report:
+            next_report += PROGRESS_EVERY
+            elapsed = time.monotonic() - started
+            say(f"  still building {name}: {compiled} packages in {elapsed:.0f} s")
+    code = process.wait()
+    if code != 0 or not partial.is_file():
+        raise BuildError(f"go build of {name} failed (exit {code}):\n" + "\n".join(tail))
+    partial.rename(output)
+    say(f"built {name} in {time.monotonic() - started:.0f} s ({compiled} packages)")
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """An exclusive flock on `path` for the duration of the block."""
+    with path.open("a") as file:
+        fcntl.flock(file, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(file, fcntl.LOCK_UN)
+
+
+def _stderr(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)

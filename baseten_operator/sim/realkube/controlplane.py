@@ -1,0 +1,322 @@
+"""etcd and kube-apiserver started on free loopback ports, as envtest starts them.
+
+RBAC is on, so permissions are enforced as on any cluster; tokens are signed with a key pair of
+the control plane's own (TokenRequest and TokenReview work); the admin kubeconfig authenticates
+with a client certificate in `system:masters`. There is no controller-manager, scheduler or
+kubelet: nothing runs pods, finalizes namespaces or collects garbage (docs/kube-emulation.md
+lists what that changes for the tests). Everything lives in one working directory, removed on
+stop; both processes die with the one that started them.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import datetime
+import json
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .build import Binaries
+from .certs import KeyMaterial, write_key_material
+
+READY_TIMEOUT = 180.0
+STOP_TIMEOUT = 15.0
+SERVICE_CLUSTER_IP_RANGE = "10.0.0.0/24"
+SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local"
+WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
+# Writes only, once each (when answered), without bodies: who wrote what, and when.
+AUDIT_POLICY = {
+    "apiVersion": "audit.k8s.io/v1",
+    "kind": "Policy",
+    "omitStages": ["RequestReceived", "ResponseStarted"],
+    "rules": [
+        {"level": "None", "verbs": ["get", "list", "watch"]},
+        {"level": "Metadata"},
+    ],
+}
+_PR_SET_PDEATHSIG = 1
+_LIBC = ctypes.CDLL(None, use_errno=True)
+
+
+class ControlPlaneError(RuntimeError):
+    """The control plane could not start; the message says why (with the log's tail)."""
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _die_with_parent() -> None:
+    # In the child between fork and exec: a test run killed outright leaves no server behind.
+    # The signal comes when the *thread* that started the child ends: start from a long-lived
+    # thread (the main thread, or a test session's).
+    _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+class ControlPlane:
+    def __init__(self, binaries: Binaries, workdir: Path, *, audit: bool = False) -> None:
+        """`audit`: log every write (who, what, when) for `writes()`, as a cluster's audit
+        log would; tests that tell replicas apart by User-Agent read it."""
+        self.binaries = binaries
+        self.workdir = workdir
+        self.audit = audit
+        self.processes: list[tuple[str, subprocess.Popen[bytes], Path]] = []
+        self.url = ""
+        self.keys: KeyMaterial | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self, timeout: float = READY_TIMEOUT) -> None:
+        """Start etcd, then kube-apiserver; return once /readyz and `default` answer."""
+        deadline = time.monotonic() + timeout
+        try:
+            self._start(deadline)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start(self, deadline: float) -> None:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        keys = self.keys = write_key_material(self.workdir / "pki")
+        etcd_url = f"http://127.0.0.1:{free_port()}"
+        peer_url = f"http://127.0.0.1:{free_port()}"
+        etcd = self._spawn(
+            "etcd",
+            [
+                str(self.binaries.etcd),
+                f"--data-dir={self.workdir / 'etcd'}",
+                f"--listen-client-urls={etcd_url}",
+                f"--advertise-client-urls={etcd_url}",
+                f"--listen-peer-urls={peer_url}",
+                f"--initial-advertise-peer-urls={peer_url}",
+                f"--initial-cluster=default={peer_url}",
+                "--unsafe-no-fsync",  # test data: durability buys nothing, fsync costs seconds
+                "--log-level=warn",
+            ],
+        )
+        self._wait(deadline, "etcd", etcd, lambda: _http_ok(f"{etcd_url}/health"))
+
+        port = free_port()
+        self.url = f"https://127.0.0.1:{port}"
+        apiserver = self._spawn(
+            "kube-apiserver",
+            [
+                str(self.binaries.kube_apiserver),
+                f"--etcd-servers={etcd_url}",
+                f"--cert-dir={self.workdir / 'cert-dir'}",
+                f"--tls-cert-file={keys.serving_cert}",
+                f"--tls-private-key-file={keys.serving_key}",
+                f"--client-ca-file={keys.ca_cert}",
+                f"--secure-port={port}",
+                "--bind-address=127.0.0.1",
+                # Without a default route the server cannot pick an address to advertise.
+                "--advertise-address=127.0.0.1",
+                # ... and a loopback address cannot back the `kubernetes` Service's endpoints.
+                "--endpoint-reconciler-type=none",
+                "--authorization-mode=RBAC",
+                f"--service-cluster-ip-range={SERVICE_CLUSTER_IP_RANGE}",
+                # No controller-manager makes the tokens that admission plugin waits for.
+                "--disable-admission-plugins=ServiceAccount",
+                f"--service-account-issuer={SERVICE_ACCOUNT_ISSUER}",
+                f"--service-account-key-file={keys.service_account_public}",
+                f"--service-account-signing-key-file={keys.service_account_private}",
+                "--allow-privileged=true",
+                "--profiling=false",
+                "-v=1",
+                *self._audit_flags(),
+            ],
+        )
+        self._wait(deadline, "kube-apiserver", apiserver, self._serving)
+
+    def _audit_flags(self) -> list[str]:
+        if not self.audit:
+            return []
+        policy = self.workdir / "audit-policy.yaml"
+        policy.write_text(yaml.safe_dump(AUDIT_POLICY))
+        return [
+            f"--audit-policy-file={policy}",
+            f"--audit-log-path={self.audit_log}",
+            "--audit-log-format=json",
+            "--audit-log-mode=blocking",  # an entry is on disk before the answer is sent
+        ]
+
+    @property
+    def audit_log(self) -> Path:
+        return self.workdir / "audit.log"
+
+    def writes(self) -> list[dict[str, Any]]:
+        """Every write the server answered, in the shape of the emulator's `GET /_sim/writes`:
+        time (epoch seconds, when received), verb, resource, namespace, name, subresource and
+        user_agent."""
+        if not self.audit:
+            raise ControlPlaneError("writes() needs a control plane started with audit=True")
+        writes = []
+        for line in self.audit_log.read_text().splitlines():
+            entry = json.loads(line)
+            if entry.get("verb") not in WRITE_VERBS:
+                continue
+            target = entry.get("objectRef") or {}
+            received = datetime.datetime.fromisoformat(entry["requestReceivedTimestamp"])
+            writes.append(
+                {
+                    "time": received.timestamp(),
+                    "verb": entry["verb"],
+                    "resource": target.get("resource"),
+                    "namespace": target.get("namespace"),
+                    "name": target.get("name"),
+                    "subresource": target.get("subresource"),
+                    "user_agent": entry.get("userAgent"),
+                }
+            )
+        return writes
+
+    def stop(self) -> None:
+        """Stop both processes (kube-apiserver first) and remove every file they made."""
+        for _, process, _ in reversed(self.processes):
+            if process.poll() is None:
+                process.terminate()
+                try:
+                    process.wait(STOP_TIMEOUT)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
+        self.processes.clear()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def _spawn(self, name: str, argv: list[str]) -> subprocess.Popen[bytes]:
+        log = self.workdir / f"{name}.log"
+        with log.open("wb") as out:
+            process = subprocess.Popen(
+                argv,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                preexec_fn=_die_with_parent,  # touches no lock: only prctl
+            )
+        self.processes.append((name, process, log))
+        return process
+
+    def _wait(
+        self,
+        deadline: float,
+        name: str,
+        process: subprocess.Popen[bytes],
+        ready: Callable[[], bool],
+    ) -> None:
+        while not ready():
+            if process.poll() is not None:
+                code = process.returncode
+                raise ControlPlaneError(
+                    f"{name} exited with {code} while starting:\n{self.log_tail(name)}"
+                )
+            if time.monotonic() > deadline:
+                raise ControlPlaneError(f"{name} not ready in time:\n{self.log_tail(name)}")
+            time.sleep(0.2)  # polling a process that has no readiness signal but its HTTP
+
+    def _serving(self) -> bool:
+        try:
+            self.request("GET", "/readyz")
+            self.request("GET", "/api/v1/namespaces/default")
+        except (OSError, ControlPlaneError):
+            return False
+        return True
+
+    def log_tail(self, name: str, lines: int = 40) -> str:
+        for process_name, _, log in self.processes:
+            if process_name == name and log.exists():
+                return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
+        return "(no log)"
+
+    # ------------------------------------------------------------------ clients
+
+    def _context(self) -> ssl.SSLContext:
+        assert self.keys is not None, "not started"
+        context = ssl.create_default_context(cafile=str(self.keys.ca_cert))
+        context.load_cert_chain(str(self.keys.admin_cert), str(self.keys.admin_key))
+        return context
+
+    def request(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        """One call as admin; the decoded JSON answer (or text), ControlPlaneError on non-2xx."""
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(
+            self.url + path, data=data, method=method, headers={"Content-Type": "application/json"}
+        )
+        try:
+            with urllib.request.urlopen(request, context=self._context(), timeout=10) as answer:
+                text = answer.read().decode()
+        except urllib.error.HTTPError as error:
+            raise ControlPlaneError(
+                f"{method} {path}: {error.code} {error.read().decode(errors='replace')}"
+            ) from None
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError:
+            return text
+
+    def kubeconfig(self, user: str = "admin", token: str | None = None) -> dict[str, Any]:
+        """A kubeconfig for this server: the admin certificate, or `token` if given."""
+        assert self.keys is not None, "not started"
+        credentials: dict[str, str] = (
+            {"token": token}
+            if token is not None
+            else {
+                "client-certificate": str(self.keys.admin_cert),
+                "client-key": str(self.keys.admin_key),
+            }
+        )
+        return {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {
+                    "name": "real",
+                    "cluster": {
+                        "server": self.url,
+                        "certificate-authority": str(self.keys.ca_cert),
+                    },
+                }
+            ],
+            "users": [{"name": user, "user": credentials}],
+            "contexts": [{"name": user, "context": {"cluster": "real", "user": user}}],
+            "current-context": user,
+        }
+
+    def write_kubeconfig(self, path: Path, user: str = "admin", token: str | None = None) -> Path:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(yaml.safe_dump(self.kubeconfig(user, token)))
+        path.chmod(0o600)
+        return path
+
+    def service_account_token(self, namespace: str, name: str, seconds: int = 86400) -> str:
+        """A token of an existing ServiceAccount (TokenRequest), as a kubelet would mount."""
+        answer = self.request(
+            "POST",
+            f"/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token",
+            {
+                "apiVersion": "authentication.k8s.io/v1",
+                "kind": "TokenRequest",
+                "spec": {"expirationSeconds": seconds},
+            },
+        )
+        return str(answer["status"]["token"])
+
+
+def _http_ok(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as answer:
+            return bool(answer.status == 200)
+    except OSError:
+        return False
