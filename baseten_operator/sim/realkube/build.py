@@ -11,6 +11,8 @@ and a binary appears in the cache only once it is complete.
 from __future__ import annotations
 
 import collections
+import datetime
+import json
 import contextlib
 import fcntl
 import os
@@ -85,9 +87,13 @@ def ensure_built(say: Say | None = None) -> Binaries:
     with _locked(binaries.kube_apiserver.parent / ".build.lock"):
         major, minor = binaries.kubernetes_version.lstrip("v").split(".")[:2]
         version_pkg = "k8s.io/component-base/version"
+        # What Kubernetes' build stamps from git; a module has no history, so the tree state
+        # is "archive" (as for a source tarball) and the build date is the release's.
         version_flags = (
             f"-X {version_pkg}.gitVersion={binaries.kubernetes_version} "
-            f"-X {version_pkg}.gitMajor={major} -X {version_pkg}.gitMinor={minor}"
+            f"-X {version_pkg}.gitMajor={major} -X {version_pkg}.gitMinor={minor} "
+            f"-X {version_pkg}.gitTreeState=archive "
+            f"-X {version_pkg}.buildDate={_release_date(binaries.kubernetes_version)}"
         )
         _build("etcd", ETCD_MODULE, ETCD_PACKAGE, binaries.etcd, "-s -w", say)
         _build(
@@ -99,6 +105,21 @@ def ensure_built(say: Say | None = None) -> Binaries:
             say,
         )
     return binaries
+
+
+def _release_date(version: str) -> str:
+    """The pinned release's publication time, as the module proxy records it."""
+    answer = subprocess.run(
+        ["go", "list", "-m", "-json", f"k8s.io/kubernetes@{version}"],
+        cwd=APISERVER_MODULE,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if answer.returncode != 0:
+        raise BuildError(f"go list -m k8s.io/kubernetes@{version} failed:\n{answer.stderr}")
+    released = datetime.datetime.fromisoformat(json.loads(answer.stdout)["Time"])
+    return released.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _build(name: str, module: Path, package: str, output: Path, ldflags: str, say: Say) -> None:

@@ -1,7 +1,7 @@
 """Fixtures for the Kubernetes API contract tests.
 
-The same tests run against the emulator (always) and against a real cluster when
-KUBE_CONTRACT_REAL=1 and KUBECONFIG point at one. They talk through `Kube`, a thin
+The same tests run against the emulator and against a real kube-apiserver (built from source,
+or the cluster KUBE_CONTRACT_REAL=1 and KUBECONFIG point at). They talk through `Kube`, a thin
 wrapper over the official client's ApiClient (raw paths, JSON in and out), so what they
 check is the API's behaviour, not any wrapper's.
 """
@@ -26,9 +26,11 @@ import yaml
 from kubernetes import client, config
 
 from baseten_operator.sim.kube import KubeApiServer
+from testsupport.clusters import start_kube
 
 HERE = Path(__file__).parent
-REAL = os.environ.get("KUBE_CONTRACT_REAL") == "1" and bool(os.environ.get("KUBECONFIG"))
+# A cluster of your own for the "real" runs instead of the one built here.
+EXTERNAL = os.environ.get("KUBE_CONTRACT_REAL") == "1" and bool(os.environ.get("KUBECONFIG"))
 
 
 @dataclass(frozen=True)
@@ -300,12 +302,26 @@ def _served(kube: Kube, group: str, version: str, plural: str) -> bool:
     return any(r["name"] == plural for r in resources)
 
 
-@pytest.fixture(scope="session")
-def kube_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kube]:
-    if REAL:
+@pytest.fixture(scope="session", params=["emulator", "real"])
+def kube_session(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Kube]:
+    """Every contract test runs on the emulator and on a real kube-apiserver: the emulator's
+    fidelity is measured in every run. The real one is built from source and started for the
+    session, or is the cluster KUBE_CONTRACT_REAL=1 and KUBECONFIG name."""
+    if request.param == "real" and EXTERNAL:
         kube = Kube(config.new_client_from_config(os.environ["KUBECONFIG"]), None)
         ensure_crd(kube, widget_crd())
         yield kube
+        return
+    if request.param == "real":
+        cluster = start_kube(tmp_path_factory.mktemp("kube-real"), "real")
+        try:
+            kube = Kube(config.new_client_from_config(str(cluster.kubeconfig)), None)
+            ensure_crd(kube, widget_crd())
+            yield kube
+        finally:
+            cluster.stop()
         return
     server = KubeApiServer(bookmark_interval=0.3)
     server.start()

@@ -379,7 +379,7 @@ def test_strategic_merge_on_builtins_and_415_on_custom_resources(kube, namespace
         namespace,
         content_type=kube.STRATEGIC,
     )
-    assert patched["metadata"]["finalizers"] == ["a.io/one", "b.io/two"]  # lists merge
+    assert patched["metadata"]["finalizers"] == ["b.io/two", "a.io/one"]  # lists merge
     assert patched["data"] == {"k": "v", "k2": "v2"}
     removed = kube.patch(
         kube.CONFIGMAPS,
@@ -643,6 +643,32 @@ def test_table_output_uses_printer_columns(kube, namespace):
     assert cells["Name"] == "t" and cells["Size"] == 3 and cells["Ready"] == "True"
     builtin = kube.call("GET", kube.NAMESPACES.path(), accept=kube.TABLE)
     assert builtin["columnDefinitions"][0]["name"] == "Name"
+
+
+@pytest.mark.parametrize(
+    ("current", "patch", "merged"),
+    [
+        (["a/1", "c/3"], ["b/2"], ["b/2", "a/1", "c/3"]),
+        (["a/1", "c/3", "d/4"], ["c/3", "b/2"], ["a/1", "c/3", "b/2", "d/4"]),
+        (["a/1", "c/3", "d/4"], ["b/2", "a/1"], ["b/2", "a/1", "c/3", "d/4"]),
+        (["a/1"], ["c/3", "b/2"], ["c/3", "b/2", "a/1"]),
+    ],
+)
+def test_strategic_merge_orders_lists_as_a_real_server_does(
+    kube, namespace, current, patch, merged
+):
+    """The patch's items in its order, interleaved with the server's others by position."""
+    name = f"o-{uuid.uuid4().hex[:6]}"
+    kube.create(kube.CONFIGMAPS, {"metadata": {"name": name, "finalizers": current}}, namespace)
+    patched = kube.patch(
+        kube.CONFIGMAPS,
+        name,
+        {"metadata": {"finalizers": patch}},
+        namespace,
+        content_type=kube.STRATEGIC,
+    )
+    kube.patch(kube.CONFIGMAPS, name, {"metadata": {"finalizers": None}}, namespace)
+    assert patched["metadata"]["finalizers"] == merged
 
 
 def test_version_has_every_field(kube):

@@ -97,7 +97,7 @@ def test_strategic_merge_lists_and_directives():
             "status": {"conditions": [{"type": "Ready", "status": "True"}]},
         },
     )
-    assert patched["metadata"]["finalizers"] == ["a", "b"]
+    assert patched["metadata"]["finalizers"] == ["b", "a"]  # as a real server orders them
     assert patched["metadata"]["ownerReferences"] == [
         {"uid": "1", "name": "y"},
         {"uid": "2", "name": "z"},
