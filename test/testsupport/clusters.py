@@ -68,17 +68,31 @@ class Cluster:
         response.raise_for_status()
         return response.json()
 
-    def service_account_kubeconfig(self, path: Path, namespace: str, name: str) -> Path:
+    def service_account_kubeconfig(
+        self, path: Path, namespace: str, name: str, *, server: str | None = None
+    ) -> Path:
         """A kubeconfig that authenticates as ServiceAccount `namespace/name` with a token
         from TokenRequest, as the Deployment's pods do: only that account's RBAC applies."""
         token = self.kubectl.run(
             "create", "token", name, "-n", namespace, "--duration=24h"
         ).stdout.strip()
-        config = yaml.safe_load(self.kubeconfig.read_text())
         user = f"system:serviceaccount:{namespace}:{name}"
-        config["users"] = [{"name": user, "user": {"token": token}}]
-        for context in config["contexts"]:
-            context["context"]["user"] = user
+        return self.write_kubeconfig(
+            path, user={"name": user, "user": {"token": token}}, server=server
+        )
+
+    def write_kubeconfig(
+        self, path: Path, *, user: dict[str, Any] | None = None, server: str | None = None
+    ) -> Path:
+        """The admin kubeconfig with another `user` entry or `server` address."""
+        config = yaml.safe_load(self.kubeconfig.read_text())
+        if user is not None:
+            config["users"] = [user]
+            for context in config["contexts"]:
+                context["context"]["user"] = user["name"]
+        if server is not None:
+            for cluster in config["clusters"]:
+                cluster["cluster"]["server"] = server
         path.write_text(yaml.safe_dump(config))
         return path
 

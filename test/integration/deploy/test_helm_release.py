@@ -1,7 +1,9 @@
-"""The chart installed with the real Helm SDK into the Kubernetes emulator, checked with kubectl.
+"""The chart installed with the real Helm SDK into a real kube-apiserver (the emulator with
+TEST_KUBE=emulator), checked with kubectl.
 
 Helm keeps its release history in Secrets (its default storage driver), written as protobuf,
-which the emulator reads. One emulator serves the module; each test uninstalls what it installed.
+which the emulator reads too. One API server serves the module; each test uninstalls what it
+installed.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from typing import Any
 import helm_python as helm
 import pytest
 
-from baseten_operator.sim.kube import KubeApiServer
+from testsupport.clusters import Cluster as KubeServer
+from testsupport.clusters import start_kube
 from testsupport.e2e.harness import Kubectl, Process, free_port, http_ok
 from testsupport.paths import REPO
 from testsupport.polling import wait_for
@@ -30,6 +33,7 @@ pytestmark = pytest.mark.integration
 
 @dataclass(frozen=True)
 class Cluster:
+    kube: KubeServer
     kubeconfig: str
     kubectl: Kubectl
     helm: helm.Config
@@ -49,17 +53,16 @@ class Cluster:
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    server = KubeApiServer()
-    server.start()
-    kubeconfig = str(server.write_kubeconfig(tmp_path_factory.mktemp("helm") / "kubeconfig"))
+    kube = start_kube(tmp_path_factory.mktemp("helm"))
+    kubeconfig = str(kube.kubeconfig)
     config = helm.Config(kubeconfig_path=kubeconfig, namespace=NAMESPACE, storage_driver="secret")
     chart = helm.Chart.load(CHART)
     try:
-        yield Cluster(kubeconfig, Kubectl(kubeconfig), config, chart)
+        yield Cluster(kube, kubeconfig, Kubectl(kubeconfig), config, chart)
     finally:
         chart.close()
         config.close()
-        server.stop()
+        kube.stop()
 
 
 def deployment(cluster: Cluster, release: str) -> dict[str, Any]:
@@ -137,7 +140,8 @@ def test_the_operator_starts_with_the_installed_deployments_arguments(
     cluster: Cluster, tmp_path: Path
 ) -> None:
     """No kubelet runs the Deployment: its container's arguments and environment, as installed,
-    start the operator as a local process (plus --kubeconfig for the in-cluster config)."""
+    start the operator as a local process, authenticated as the pod's ServiceAccount (a token
+    in a kubeconfig stands in for the in-cluster one), so the chart's RBAC is what it has."""
     release = "ops"
     health, metrics = free_port(), free_port()
     values = {
@@ -154,7 +158,11 @@ def test_the_operator_starts_with_the_installed_deployments_arguments(
             "-n", NAMESPACE, "create", "secret", "generic", "baseten-operator-api-key",
             "--from-literal=api-key=helm-test-key",
         )  # fmt: skip
-        container = deployment(cluster, release)["spec"]["template"]["spec"]["containers"][0]
+        pod = deployment(cluster, release)["spec"]["template"]["spec"]
+        container = pod["containers"][0]
+        kubeconfig = cluster.kube.service_account_kubeconfig(
+            tmp_path / "kubeconfig", NAMESPACE, pod["serviceAccountName"]
+        )
         assert container["args"] == [
             "--leader-elect",
             f"--metrics-bind-address=:{metrics}",
@@ -163,7 +171,7 @@ def test_the_operator_starts_with_the_installed_deployments_arguments(
         process = Process.start(
             "operator",
             [sys.executable, "-m", "baseten_operator.cli", "run", *container["args"],
-             "--kubeconfig", cluster.kubeconfig],
+             "--kubeconfig", str(kubeconfig)],
             tmp_path / "operator.log",
             env={**container_env(cluster, container), "PYTHONPATH": str(REPO)},
         )  # fmt: skip

@@ -61,7 +61,7 @@ class FaultDriver:
         if self._thread is not None:
             self._thread.join(30)
         self.stack.sim.control("clear_faults")
-        self.stack.kube_faults(action="clear")
+        self.stack.clear_kube_faults()
 
     def _run(self) -> None:
         tick = 0
@@ -76,7 +76,7 @@ class FaultDriver:
             if tick % plan.reset_every == 0:
                 self._burst("drop", plan.resets)
             if tick % plan.watch_cut_every == 0:
-                self.stack.kube_faults(action="drop_watches", graceful=False)
+                self.stack.cut_watches()
                 self.injected["watch cut"] += 1
 
     def _server_errors(self) -> None:

@@ -19,13 +19,16 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import requests
 
+from testsupport.clusters import Cluster, start_kube
 from testsupport.e2e.harness import (
     INSTALL_MANIFEST,
     LEASE_NAME,
     OPERATOR_NAMESPACE,
+    OPERATOR_SERVICE_ACCOUNT,
     Kubectl,
     Process,
     Simulator,
@@ -34,6 +37,7 @@ from testsupport.e2e.harness import (
 )
 from testsupport.paths import REPO
 from testsupport.polling import wait_for
+from testsupport.tcp_relay import Relay
 
 STARTUP_TIMEOUT = 30.0
 # client-go's defaults, which the manager uses (runtime/options.py ManagerOptions).
@@ -136,27 +140,24 @@ class Stack:
     api_key: str
     time_scale: float
     kubectl: Kubectl
-    kube_url: str
+    kube: Cluster
+    relay: Relay | None  # in front of a real API server, for watch cuts
+    operator_kubeconfig: Path
     sim: Simulator
     services: list[Process]
     replicas: list[Replica] = field(default_factory=list)
 
     @classmethod
     def start(cls, workdir: Path, *, api_key: str, time_scale: float) -> Stack:
+        """The API server (real unless TEST_KUBE=emulator; the real one records writes in its
+        audit log and is reached by the replicas through a relay the watch cuts reset), the
+        simulator, the operator installed."""
+        kube = start_kube(workdir / "kube", audit=True)
+        relay = None
         services: list[Process] = []
         try:
-            kubeconfig = workdir / "kubeconfig"
-            kube_port = free_port()
-            kube = Process.start(
-                "kube emulator",
-                [sys.executable, "-m", "baseten_operator.sim.kube", "--port", str(kube_port),
-                 "--kubeconfig", str(kubeconfig)],
-                workdir / "kube.log",
-            )  # fmt: skip
-            services.append(kube)
-            kube_url = f"http://127.0.0.1:{kube_port}"
-            _wait_ready(kube, f"{kube_url}/api")
-            wait_for(kubeconfig.exists, timeout=STARTUP_TIMEOUT)
+            if kube.plane is not None:
+                relay = Relay("127.0.0.1", urlsplit(kube.plane.url).port or 443).start()
             sim_port = free_port()
             baseten = Process.start(
                 "baseten simulator",
@@ -167,26 +168,35 @@ class Stack:
             services.append(baseten)
             sim_url = f"http://127.0.0.1:{sim_port}"
             _wait_ready(baseten, f"{sim_url}/_sim/health")
+            kube.kubectl.run("apply", "-f", str(INSTALL_MANIFEST))
+            kube.kubectl.run(
+                "wait", "--for=condition=Established", "crd/basetenmodels.models.baseten.com",
+                "--timeout=30s",
+            )  # fmt: skip
+            # The replicas authenticate as the manager's ServiceAccount (config/rbac applies).
+            operator_kubeconfig = kube.service_account_kubeconfig(
+                workdir / "operator.kubeconfig",
+                OPERATOR_NAMESPACE,
+                OPERATOR_SERVICE_ACCOUNT,
+                server=f"https://127.0.0.1:{relay.port}" if relay else None,
+            )
         except BaseException:
             for process in services:
                 process.terminate(10)
+            if relay is not None:
+                relay.close()
+            kube.stop()
             raise
-        stack = cls(
-            workdir, api_key, time_scale, Kubectl(str(kubeconfig)), kube_url,
+        return cls(
+            workdir, api_key, time_scale, kube.kubectl, kube, relay, operator_kubeconfig,
             Simulator(sim_url, api_key), services,
         )  # fmt: skip
-        stack.kubectl.run("apply", "-f", str(INSTALL_MANIFEST))
-        stack.kubectl.run(
-            "wait", "--for=condition=Established", "crd/basetenmodels.models.baseten.com",
-            "--timeout=30s",
-        )  # fmt: skip
-        return stack
 
     def start_replica(self) -> Replica:
         label = f"r{len(self.replicas) + 1}"
         argv = [
             sys.executable, "-m", "baseten_operator.cli", "run",
-            "--kubeconfig", self.kubectl.kubeconfig,
+            "--kubeconfig", str(self.operator_kubeconfig),
             "--leader-elect", "--leader-election-namespace", OPERATOR_NAMESPACE,
             "--metrics-bind-address", "127.0.0.1:0",
             "--health-probe-bind-address", "127.0.0.1:0",
@@ -198,9 +208,12 @@ class Stack:
             f"operator {label}",
             argv,
             self.workdir / f"operator-{label}.log",
+            # POD_NAMESPACE as the Deployment sets it: the only namespace whose Secrets the
+            # manager's ServiceAccount may read.
             env={
                 "BASETEN_API_KEY": self.api_key,
                 "BASETEN_API_BASE_URL": f"{self.sim.url}/v1",
+                "POD_NAMESPACE": OPERATOR_NAMESPACE,
             },
         )
         replica = Replica(label, process, time.time())
@@ -230,15 +243,20 @@ class Stack:
 
         return wait_for(probe, timeout=timeout, interval=0.2, describe=self._describe_replicas)
 
-    def kube_faults(self, **request: Any) -> Any:
-        response = requests.post(f"{self.kube_url}/_sim/faults", json=request, timeout=10)
-        response.raise_for_status()
-        return response.json()
+    def cut_watches(self) -> None:
+        """Cut the replicas' watches: the emulator drops them; in front of a real server the
+        relay resets every connection (requests in flight too, as a broken link does)."""
+        if self.relay is not None:
+            self.relay.cut()
+        else:
+            self.kube.faults(action="drop_watches", graceful=False)
+
+    def clear_kube_faults(self) -> None:
+        if self.relay is None:
+            self.kube.faults(action="clear")
 
     def kube_writes(self) -> list[dict[str, Any]]:
-        response = requests.get(f"{self.kube_url}/_sim/writes", timeout=30)
-        response.raise_for_status()
-        return list(response.json())
+        return self.kube.writes()
 
     def request_log(self, since: int = 0) -> list[dict[str, Any]]:
         """Every Baseten request the simulator received, from index `since` on."""
@@ -272,6 +290,9 @@ class Stack:
         for process in reversed(self.services):
             if process.alive():
                 process.terminate(10)
+        if self.relay is not None:
+            self.relay.close()
+        self.kube.stop()
         return codes
 
     def _describe_replicas(self) -> str:
