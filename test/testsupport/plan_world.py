@@ -1,6 +1,7 @@
 """Both simulators, a `plan` CLI call against them, and one real Reconcile pass after it.
 
-`PlanWorld` starts the Kubernetes API emulator (with the CRD) and the Baseten simulator.
+`PlanWorld` starts a Kubernetes API server (the real one, or the emulator with
+TEST_KUBE=emulator; with the CRD) and the Baseten simulator.
 `plan(...)` runs `baseten-operator plan` (the real CLI entry point, in-process) with
 the same credentials rules as `run` (BASETEN_API_KEY, BASETEN_API_BASE_URL, POD_NAMESPACE
 for the namespaces' key Secrets). `next_pass(...)` then runs the operator's own pass
@@ -50,8 +51,8 @@ from baseten_operator.sim.baseten.engine import LifecycleDurations
 from baseten_operator.sim.baseten.http import Request as SimRequest
 from baseten_operator.sim.baseten.http import Response as SimResponse
 from baseten_operator.sim.baseten.keys import KeyRing
-from baseten_operator.sim.kube import KubeApiServer
 from baseten_operator.truss.pusher import TrussPusher
+from testsupport.clusters import Cluster, start_kube
 from testsupport.polling import wait_for
 
 API_KEY = "plan-key"
@@ -112,7 +113,7 @@ class _LiveCache:
 @dataclass
 class PlanWorld:
     workdir: Path
-    kube_server: KubeApiServer = field(init=False)
+    cluster: Cluster = field(init=False)
     kube: KubeClient = field(init=False)
     kubeconfig: Path = field(init=False)
     sim: BasetenSimulator = field(init=False)
@@ -122,9 +123,8 @@ class PlanWorld:
     _saved_env: dict[str, str | None] = field(init=False, default_factory=dict)
 
     def start(self) -> None:
-        self.kube_server = KubeApiServer()
-        self.kube_server.start()
-        self.kubeconfig = self.kube_server.write_kubeconfig(self.workdir / "kubeconfig")
+        self.cluster = start_kube(self.workdir / "kube")
+        self.kubeconfig = self.cluster.kubeconfig
         self.kube = KubeClient.from_kubeconfig(str(self.kubeconfig))
         self.kube.create(CRDS, build_crd())
         wait_for(self._crd_served, timeout=10.0)
@@ -152,7 +152,7 @@ class PlanWorld:
         self.pusher.stop(10.0)
         self.recorder.stop(5.0)
         self.sim.stop()
-        self.kube_server.stop()
+        self.cluster.stop()
         self.kube.close()
         for name, value in self._saved_env.items():
             if value is None:

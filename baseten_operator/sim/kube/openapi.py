@@ -2,7 +2,8 @@
 
 kubectl asks /openapi/v3 whether a kind's PATCH accepts `fieldValidation`; when it does,
 kubectl leaves validation to the server and skips client-side schema checks, so a
-document per group-version listing one PATCH operation per kind is all it needs.
+document per group-version lists one PATCH operation per kind, and, for `kubectl explain`,
+each custom resource's schema tagged with its group, version and kind.
 /openapi/v2 (fetched as protobuf) answers with an empty but valid `Document`.
 """
 
@@ -25,9 +26,15 @@ def _gv_path(group: str, version: str) -> str:
 
 def v3_document(registry: Registry, group: str, version: str) -> dict[str, Any] | None:
     paths: dict[str, Any] = {}
+    schemas: dict[str, Any] = {}
     for rt in registry.all():
         if (rt.group, rt.version) != (group, version):
             continue
+        if rt.schema is not None:
+            # A custom resource's schema, tagged with its kind: what `kubectl explain` reads.
+            gvk = {"group": group, "version": version, "kind": rt.kind}
+            name = ".".join([*reversed(group.split(".")), version, rt.kind])
+            schemas[name] = {**rt.schema, "x-kubernetes-group-version-kind": [gvk]}
         scope = "namespaces/{namespace}/" if rt.namespaced else ""
         paths[f"/{_gv_path(group, version)}/{scope}{rt.plural}/{{name}}"] = {
             "patch": {
@@ -48,7 +55,7 @@ def v3_document(registry: Registry, group: str, version: str) -> dict[str, Any] 
         "openapi": "3.0.0",
         "info": {"title": "Kubernetes", "version": "v1.32.0"},
         "paths": paths,
-        "components": {"schemas": {}},
+        "components": {"schemas": schemas},
     }
 
 
