@@ -41,7 +41,14 @@ def add_sandbox_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--samples", default=str(DEFAULT_SAMPLES), help="the samples directory")
     parser.add_argument(
-        "--kube-port", type=int, default=d.kube_port, help="Kubernetes emulator port"
+        "--kube",
+        choices=["emulator", "real"],
+        default=d.kube,
+        help="the Kubernetes API server: the embedded emulator, or a real kube-apiserver and "
+        "etcd built from source (needs a checkout and Go; minutes the first time)",
+    )
+    parser.add_argument(
+        "--kube-port", type=int, default=d.kube_port, help="Kubernetes API server port"
     )
     parser.add_argument(
         "--baseten-port", type=int, default=d.baseten_port, help="Baseten simulator port"

@@ -28,10 +28,12 @@ from baseten_operator.sandbox.settings import SandboxSettings
 from baseten_operator.sandbox.stack import Sandbox
 from baseten_operator.sandbox.tour import SAMPLE_CRS, Tour, ready, summary_lines
 from baseten_operator.sandbox.waiting import Interrupted, WaitTimeout, wait_until
+from baseten_operator.sim.realkube import BuildError, ControlPlaneError
 
 EXIT_OK = 0
 EXIT_TOUR_FAILED = 1
 EXIT_USAGE = 2
+EXIT_NO_KUBE = 3  # --kube real: the API server could not be built or started
 EXIT_INTERRUPTED = 130
 
 
@@ -63,6 +65,7 @@ def run_session(args: argparse.Namespace) -> int:
     settings = SandboxSettings(
         work_dir=Path(args.work_dir).resolve(),
         time_scale=args.time_scale,
+        kube=args.kube,
         kube_port=args.kube_port,
         baseten_port=args.baseten_port,
         metrics_bind_address=args.metrics_bind_address,
@@ -81,7 +84,11 @@ def run_session(args: argparse.Namespace) -> int:
     started = time.monotonic()
     console.line(f"Starting the sandbox (time scale {settings.time_scale}) ...")
     try:
-        sandbox.start()
+        try:
+            sandbox.start()
+        except (BuildError, ControlPlaneError) as error:
+            console.line(f"sandbox: the real Kubernetes API server did not start: {error}")
+            return EXIT_NO_KUBE
         _banner(console, sandbox)
         display = LiveDisplay(sandbox.kube, console, events)
         display.start()
@@ -104,7 +111,7 @@ def _banner(console: Console, sandbox: Sandbox) -> None:
     console.lines(
         [
             "",
-            f"Kubernetes emulator  {sandbox.kube_server.url}",
+            f"Kubernetes {settings.kube:<9} {sandbox.kube_server.url}",
             f"Baseten simulator    {sandbox.simulator.url}   (control API: "
             f"{sandbox.simulator.url}/_sim/)",
             f"Operator metrics     {sandbox.metrics_url}",

@@ -14,6 +14,9 @@ class SandboxSettings:
     work_dir: Path = Path(".sandbox")
     # Fast: a 5-minute wait lasts 6 seconds, in the operator and the simulator alike.
     time_scale: float = 0.02
+    # "emulator": the embedded one, instant; "real": kube-apiserver and etcd built from source
+    # (a checkout and Go needed; minutes the first time).
+    kube: str = "emulator"
     kube_port: int = 0  # 0: any free port
     baseten_port: int = 0
     # Loopback, any free port: the sandbox's servers are for the one user at this machine.

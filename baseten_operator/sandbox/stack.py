@@ -1,8 +1,9 @@
 """The sandbox's moving parts, started and stopped together.
 
-The Kubernetes emulator and the Baseten simulator run in this process; the real
-operator (`main.build_operator`, leader election on) runs on them in this process
-too, talking to both over loopback HTTP exactly as it would to the real services.
+The Kubernetes emulator (or, with `--kube real`, a real kube-apiserver and etcd as child
+processes) and the Baseten simulator run in this process; the real operator
+(`main.build_operator`, leader election on) runs on them in this process too, talking to both
+over loopback HTTP (HTTPS to the real API server) exactly as it would to the real services.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from baseten_operator.sandbox.settings import SandboxSettings
 from baseten_operator.sandbox.waiting import wait_until
 from baseten_operator.sim.baseten.simulator import BasetenSimulator
 from baseten_operator.sim.kube.server import KubeApiServer
+from baseten_operator.sim.realkube import ControlPlane, ensure_built
 
 log = structlog.get_logger(__name__)
 
@@ -38,7 +40,7 @@ class Sandbox:
 
     def __init__(self, settings: SandboxSettings) -> None:
         self.settings = settings
-        self.kube_server = KubeApiServer(port=settings.kube_port)
+        self.kube_server: KubeApiServer | ControlPlane = KubeApiServer(port=settings.kube_port)
         self.simulator = BasetenSimulator(
             SANDBOX_API_KEY, port=settings.baseten_port, time_scale=settings.time_scale
         )
@@ -92,6 +94,13 @@ class Sandbox:
     def start(self) -> None:
         self.settings.work_dir.mkdir(parents=True, exist_ok=True)
         self._configure_logging()
+        if self.settings.kube == "real":
+            # Built on first use (minutes; progress on stderr, before the display starts).
+            self.kube_server = ControlPlane(
+                ensure_built(),
+                self.settings.work_dir / "control-plane",
+                port=self.settings.kube_port,
+            )
         self.kube_server.start()
         self.kube_server.write_kubeconfig(self.settings.kubeconfig)
         self._kube = KubeClient.from_kubeconfig(str(self.settings.kubeconfig))
@@ -142,7 +151,7 @@ class Sandbox:
             )
         except NotFound:
             return None
-        except Exception:  # the emulator answers in-process: only a bug lands here
+        except Exception:  # the API server is local and running: only a bug lands here
             log.exception("reading the lease after shutdown failed")
             return None
         return not (lease.get("spec") or {}).get("holderIdentity")

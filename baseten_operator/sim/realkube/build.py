@@ -11,10 +11,10 @@ and a binary appears in the cache only once it is complete.
 from __future__ import annotations
 
 import collections
-import datetime
-import json
 import contextlib
+import datetime
 import fcntl
+import json
 import os
 import re
 import shutil

@@ -67,11 +67,15 @@ def _die_with_parent() -> None:
 
 
 class ControlPlane:
-    def __init__(self, binaries: Binaries, workdir: Path, *, audit: bool = False) -> None:
-        """`audit`: log every write (who, what, when) for `writes()`, as a cluster's audit
-        log would; tests that tell replicas apart by User-Agent read it."""
+    def __init__(
+        self, binaries: Binaries, workdir: Path, *, port: int = 0, audit: bool = False
+    ) -> None:
+        """`port`: the API server's (0: any free one). `audit`: log every write (who, what,
+        when) for `writes()`, as a cluster's audit log would; tests that tell replicas apart by
+        User-Agent read it."""
         self.binaries = binaries
         self.workdir = workdir
+        self.port = port
         self.audit = audit
         self.processes: list[tuple[str, subprocess.Popen[bytes], Path]] = []
         self.url = ""
@@ -109,7 +113,7 @@ class ControlPlane:
         )
         self._wait(deadline, "etcd", etcd, lambda: _http_ok(f"{etcd_url}/health"))
 
-        port = free_port()
+        port = self.port or free_port()
         self.url = f"https://127.0.0.1:{port}"
         apiserver = self._spawn(
             "kube-apiserver",

@@ -7,7 +7,10 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 COMMAND_PREFIX = "  $ "
 READY_LINE = "Ctrl-C stops everything."
@@ -33,9 +36,13 @@ def run_until(
         time.sleep(0.2)
 
 
-def test_interactive_prints_working_commands_and_stops_on_sigint(run_sandbox: Any) -> None:
-    sandbox = run_sandbox()
-    export = sandbox.wait_for_line("export KUBECONFIG=", timeout=30)
+@pytest.mark.parametrize("kube", ["emulator", "real"])
+def test_interactive_prints_working_commands_and_stops_on_sigint(
+    run_sandbox: Any, kube: str
+) -> None:
+    sandbox = run_sandbox("--kube", kube)
+    # A real API server may be built first (minutes on a cold machine).
+    export = sandbox.wait_for_line("export KUBECONFIG=", timeout=60 if kube == "emulator" else 900)
     kubeconfig = export.split("export KUBECONFIG=", 1)[1].strip()
     env = {**os.environ, "KUBECONFIG": kubeconfig}
 
@@ -75,3 +82,4 @@ def test_interactive_prints_working_commands_and_stops_on_sigint(run_sandbox: An
     sandbox.process.send_signal(signal.SIGINT)
     assert sandbox.finish(timeout=30) == 0, sandbox.output
     assert "Leader election lease: released." in sandbox.output
+    assert not (Path(kubeconfig).parent / "control-plane").exists()  # the real one's data
