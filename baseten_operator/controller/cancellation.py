@@ -14,7 +14,12 @@ from typing import NoReturn
 
 from baseten_operator.api.constants import FAILED, PROMOTING, EventReason
 from baseten_operator.baseten.errors import BasetenAPIError
-from baseten_operator.baseten.models import RAMPING_DOWN, DeploymentV1, EnvironmentV1
+from baseten_operator.baseten.models import (
+    RAMPING_DOWN,
+    DeploymentV1,
+    EnvironmentV1,
+    InProgressPromotionV1,
+)
 from baseten_operator.controller import messages
 from baseten_operator.controller.context import Pass
 from baseten_operator.controller.endings import ReconcileError, RequeueAfter
@@ -62,6 +67,12 @@ def cancel_unwanted_promotion(
         messages.promotion_cancelled_event(candidate.name, p.env, source),
     )
     if status == RAMPING_DOWN:
+        # What Baseten just said, not the phase read before the call.
+        progress = environment.in_progress_promotion or InProgressPromotionV1()
+        environment = environment.model_copy(
+            update={"in_progress_promotion": progress.model_copy(update={"status": RAMPING_DOWN})}
+        )
+        p.record_environment(environment)
         _ramping_down(p, ap, candidate, source, environment)
     p.clear_cancelling()
     p.clear_candidate()

@@ -103,6 +103,8 @@ def test_a_ramp_down_holds_everything_else_until_the_traffic_is_back(h) -> None:
     assert h.message() == ramping_down
     assert h.event("PromotionCancelled")[1] == CANCELLED.format(source="fix")
     assert h.status()["cancellingDeploymentID"] == "bad-id"
+    # The phase Baseten answered, not the one read before the call.
+    assert h.status()["promotion"] == {"phase": "RAMPING_DOWN", "trafficPercent": 30}
     assert cancellations("RAMPING_DOWN") == before + 1
 
     # The next passes see Baseten ramping down: no second cancel, nothing promoted.
