@@ -117,26 +117,22 @@ def test_pause_freezes_the_ramp_and_resume_carries_on(
     assert engine.get_environment(model_id, ENV)["current_deployment"]["id"] == bad
 
 
-def test_force_cancel_returns_all_traffic_at_once(
-    engine: SimEngine, clock: FakeClock, model_id: str
+@pytest.mark.parametrize(
+    ("signal", "serving"),
+    [
+        ("force_cancel", "good"),  # all traffic back at once
+        ("force_roll_forward", "bad"),  # all traffic to the candidate, even mid-ramp-down
+    ],
+)
+def test_the_forced_signals_end_a_ramp_down_at_once(
+    engine: SimEngine, clock: FakeClock, model_id: str, signal: str, serving: str
 ) -> None:
     ramping(engine, model_id)
     clock.advance(55)
     engine.promotion_signals.cancel(model_id, ENV)
-    assert engine.promotion_signals.force_cancel(model_id, ENV) == {"success": True}
+    assert getattr(engine.promotion_signals, signal)(model_id, ENV) == {"success": True}
     assert progress(engine, model_id) is None
-    assert current(engine, model_id) == "good"
-
-
-def test_force_roll_forward_completes_even_a_ramp_down(
-    engine: SimEngine, clock: FakeClock, model_id: str
-) -> None:
-    ramping(engine, model_id)
-    clock.advance(55)
-    engine.promotion_signals.cancel(model_id, ENV)
-    engine.promotion_signals.force_roll_forward(model_id, ENV)
-    assert progress(engine, model_id) is None
-    assert current(engine, model_id) == "bad"
+    assert current(engine, model_id) == serving
 
 
 @pytest.mark.parametrize("signal", ["pause", "resume", "force_cancel", "force_roll_forward"])
