@@ -72,11 +72,12 @@ def set_source(name: str, source: str) -> str:
     return f"kubectl patch bm {name} --type merge -p {shlex.quote(patch)}"
 
 
-# Production ramps a new version's traffic up over ten minutes (simulated), in stages.
+# Production ramps a new version's traffic up in ten stages over 50 simulated minutes: a
+# minute at the sandbox's time scale, time enough to revert while it ramps.
 RAMPING_PROMOTIONS = {
     "rolling_deploy": True,
     "ramp_up_while_promoting": True,
-    "ramp_up_duration_seconds": 600,
+    "ramp_up_duration_seconds": 3000,
 }
 
 
