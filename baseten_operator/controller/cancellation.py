@@ -121,7 +121,11 @@ def _cancellation_over(p: Pass, environment: EnvironmentV1, cancelling: str, sou
     or the spec asks for it again): forget the cancellation."""
     current = environment.current_deployment
     candidate = environment.candidate_deployment
-    if current is not None and current.id == cancelling:
+    if (
+        current is not None
+        and current.id == cancelling
+        and not matches_source(current.name, source)
+    ):
         # Baseten completed the promotion before the cancel landed: the steps that follow
         # promote the spec's source as they would have without a cancellation.
         p.event(

@@ -232,6 +232,20 @@ def test_a_promotion_completed_before_the_cancel_landed_is_said_and_the_source_p
     assert "cancellingDeploymentID" not in h.status()
 
 
+def test_a_completed_promotion_the_spec_asks_for_again_is_simply_steady(h) -> None:
+    h.baseten.add_model()
+    bad = h.baseten.add_deployment(name="bad", id="bad-id", active_replica_count=1)
+    h.baseten.add_environment(current=bad)
+    h.create(
+        sourceDeploymentName="bad", status={"modelID": "m1", "cancellingDeploymentID": "bad-id"}
+    )
+    h.run()
+    assert h.word() == "ACTIVE"
+    assert "PromotionCancelFailed" not in h.reasons()
+    assert h.baseten.writes == []
+    assert "cancellingDeploymentID" not in h.status()
+
+
 def test_the_spec_asking_for_the_candidate_again_forgets_the_cancellation(h) -> None:
     ramping_bad(h, cancellingDeploymentID="bad-id")
     h.edit(lambda o: o["spec"].__setitem__("sourceDeploymentName", "bad"))
