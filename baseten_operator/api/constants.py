@@ -123,6 +123,7 @@ class EventReason(StrEnum):
     PROMOTION_SETTINGS_UPDATED = "PromotionSettingsUpdated"
     AUTOSCALING_SCHEDULE_UPDATED = "AutoscalingScheduleUpdated"
     DEPLOYMENT_PROMOTED = "DeploymentPromoted"
+    PROMOTION_CANCELLED = "PromotionCancelled"
     DEPLOYMENT_ACTIVE = "DeploymentActive"
     DEPLOYMENT_REACTIVATED = "DeploymentReactivated"
     TRUSS_PUSH_STARTED = "TrussPushStarted"
@@ -142,6 +143,7 @@ class EventReason(StrEnum):
     SOURCE_DEPLOYMENT_FAILED = "SourceDeploymentFailed"
     PROMOTION_FAILED = "PromotionFailed"
     PROMOTION_BLOCKED = "PromotionBlocked"
+    PROMOTION_CANCEL_FAILED = "PromotionCancelFailed"
     SETUP_SCRIPT_NOT_FOUND = "SetupScriptNotFound"
     TRUSS_PUSH_FAILED = "TrussPushFailed"
     DEPLOYMENT_RETRY_FAILED = "DeploymentRetryFailed"
@@ -163,6 +165,7 @@ WARNING_REASONS = frozenset(
         EventReason.SOURCE_DEPLOYMENT_FAILED,
         EventReason.PROMOTION_FAILED,
         EventReason.PROMOTION_BLOCKED,
+        EventReason.PROMOTION_CANCEL_FAILED,
         EventReason.SETUP_SCRIPT_NOT_FOUND,
         EventReason.TRUSS_PUSH_FAILED,
         EventReason.DEPLOYMENT_RETRY_FAILED,

@@ -532,6 +532,13 @@ class BasetenModelStatus(ApiModel):
     candidate_deployment_name: str | None = Field(
         max_length=NAME_MAX, default=None, description="Name of the deployment being promoted."
     )
+    cancelling_deployment_id: str | None = Field(
+        max_length=NAME_MAX,
+        default=None,
+        alias="cancellingDeploymentID",
+        description="Candidate whose promotion this CR is cancelling: on record before the "
+        "cancel call, cleared once Baseten no longer promotes it.",
+    )
     deployment_status: str | None = Field(
         max_length=SHORT_MAX,
         default=None,

@@ -11,7 +11,7 @@ import json
 import os
 import random
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from baseten_operator.baseten.connections import Connect, Connections
 from baseten_operator.baseten.errors import (
@@ -21,6 +21,7 @@ from baseten_operator.baseten.errors import (
 )
 from baseten_operator.baseten.models import (
     Ack,
+    CancelPromotionAck,
     DeploymentList,
     DeploymentV1,
     EnvironmentList,
@@ -73,6 +74,10 @@ GET_ENVIRONMENT = Endpoint("GET", _ENVIRONMENT, idempotent=True)
 CREATE_ENVIRONMENT = Endpoint("POST", _MODEL + "/environments", idempotent=False)
 UPDATE_ENVIRONMENT = Endpoint("PATCH", _ENVIRONMENT, idempotent=True)
 PROMOTE = Endpoint("POST", _ENVIRONMENT + "/promote", idempotent=False)
+# Not repeated blindly either: a second cancel must be a decision, not a retry.
+CANCEL_PROMOTION = Endpoint("POST", _ENVIRONMENT + "/cancel_promotion", idempotent=False)
+
+A = TypeVar("A", bound=Ack)
 
 
 class BasetenClient:
@@ -156,15 +161,16 @@ class BasetenClient:
         self,
         endpoint: Endpoint,
         path: Mapping[str, str],
-        ack: type[Ack],
+        ack: type[A],
         body: Mapping[str, Any] | None = None,
-    ) -> None:
+    ) -> A:
         """Call an endpoint that answers an acknowledgement; a 200 that does not positively
         acknowledge (an `error` member, `deleted`/`success` not true, a settings status
         other than accepted) is a BasetenAPIError quoting the answer."""
         answer = self._transport.call(endpoint, path, ack, body=body)
         if not answer.accepted():
             raise self._transport.unacknowledged(endpoint, json.dumps(answer.answer()))
+        return answer
 
     # --- models ---------------------------------------------------------------------------
 
@@ -291,6 +297,12 @@ class BasetenClient:
         }
         path = {"model_id": model_id, "env_name": env_name}
         return self._transport.call(PROMOTE, path, DeploymentV1, body=body)
+
+    def cancel_promotion(self, model_id: str, env_name: str) -> CancelPromotionAck:
+        """Stop the environment's promotion in progress: CANCELED (stopped) or RAMPING_DOWN
+        (the candidate's traffic is being moved back first)."""
+        path = {"model_id": model_id, "env_name": env_name}
+        return self._acknowledged(CANCEL_PROMOTION, path, CancelPromotionAck)
 
 
 def _settings_body(

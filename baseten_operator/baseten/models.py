@@ -216,6 +216,23 @@ class EnvironmentUpdateAck(SettingsUpdateAck):
         return self.environment is not None
 
 
+# What cancel_promotion answers when Baseten stops the promotion (CancelPromotionStatusV1):
+# at once, or by ramping the candidate's traffic back down first.
+CANCELED = "CANCELED"
+RAMPING_DOWN = "RAMPING_DOWN"
+
+
+class CancelPromotionAck(Ack):
+    """CancelPromotionResponseV1: positive only with one of the two documented statuses (a
+    status Baseten adds tomorrow says nothing about whether the promotion stopped)."""
+
+    status: str | None = None
+    message: str | None = None
+
+    def positive(self) -> bool:
+        return self.status in (CANCELED, RAMPING_DOWN)
+
+
 class TeamV1(ApiResponse):
     id: str
     name: str

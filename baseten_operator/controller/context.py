@@ -188,6 +188,15 @@ class Pass:
         self.status.candidate_deployment_id = None
         self.status.candidate_deployment_name = None
 
+    def record_cancelling(self, candidate: DeploymentV1) -> None:
+        """3.8: this CR is cancelling the promotion of `candidate` (on record before the call,
+        so that a new leader neither forgets it nor cancels twice)."""
+        self.status.cancelling_deployment_id = candidate.id
+
+    def clear_cancelling(self) -> None:
+        """3.8: Baseten no longer promotes the candidate being cancelled."""
+        self.status.cancelling_deployment_id = None
+
     def record_first_failure(self, at: float) -> None:
         """Section 4: the failure episode starts (its retry deadline runs from `at`)."""
         self.status.first_deployment_failure_time = format_rfc3339(at)

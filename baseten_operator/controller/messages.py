@@ -196,6 +196,46 @@ def deployment_active_event(name: str, env: str) -> str:
     return f"Deployment {name} is now active in {env}"
 
 
+# --- section 3.8: cancelling a promotion the spec no longer wants ------------------------
+
+
+def cancelling_promotion(ap: str, candidate: str, env: str, source: str) -> str:
+    return f"{ap}cancelling promotion of {candidate} to {env}: the spec now asks for {source}"
+
+
+def cancel_ramping_down(ap: str, candidate: str, env: str, source: str, traffic: int | None) -> str:
+    """`traffic`: the share of requests the candidate still gets, when Baseten says."""
+    share = f" ({traffic}% traffic)" if traffic is not None else ""
+    return (
+        f"{ap}promotion of {candidate} to {env} cancelled, ramping down{share}; "
+        f"the spec now asks for {source}"
+    )
+
+
+def promotion_cancelled_event(candidate: str, env: str, source: str) -> str:
+    return f"Cancelled promotion of {candidate} to {env}: the spec now asks for {source}"
+
+
+def cancel_failed(ap: str, candidate: str, env: str, error: object) -> str:
+    return f"{ap}failed to cancel promotion of {candidate} to {env}: {error}"
+
+
+def cancel_failed_event(candidate: str, env: str, error: object) -> str:
+    return f"Failed to cancel promotion of {candidate} to {env}: {error}"
+
+
+def cancel_too_late_event(candidate: str, env: str, source: str) -> str:
+    return (
+        f"Promotion of {candidate} to {env} completed before its cancellation landed; "
+        f"promoting {source}"
+    )
+
+
+def would_cancel(candidate: str) -> str:
+    """Observe's drift entry for a promotion Reconcile would cancel."""
+    return f"would cancel the promotion of {candidate}"
+
+
 # --- sections 3.11 and 3.12: candidate and double-promote guard --------------------------
 
 

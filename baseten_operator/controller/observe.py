@@ -9,6 +9,7 @@ from baseten_operator.baseten.errors import BasetenAPIError
 from baseten_operator.baseten.models import EnvironmentV1
 from baseten_operator.baseten.settings import detect_drift
 from baseten_operator.controller import messages
+from baseten_operator.controller.cancellation import unwanted_candidate
 from baseten_operator.controller.context import Pass
 from baseten_operator.controller.endings import RequeueAfter
 from baseten_operator.controller.environment import (
@@ -32,12 +33,17 @@ def observe(p: Pass) -> NoReturn:
     if current is not None and matches_source(current.name, source):
         message = steady_of(p, current, environment)
         drift = _drift_texts(p, environment)
+        unwanted = unwanted_candidate(p, environment, source)
+        if unwanted is not None:
+            # Kept on record: back in Reconcile the promotion is still known as this CR's.
+            drift.append(messages.would_cancel(unwanted.name))
+        else:
+            p.clear_candidate()
         if drift:
             message = messages.observe_drift(message, drift)
         elif current.status in TERMINAL_FAILURES:
             message = messages.observe_failing(message)
         p.report(current.status, message)
-        p.clear_candidate()
     elif candidate is not None and matches_source(candidate.name, source):
         p.track_candidate(candidate)
         p.report(

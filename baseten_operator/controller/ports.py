@@ -18,7 +18,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from baseten_operator.baseten.models import DeploymentV1, EnvironmentV1, ModelV1, RetryResult
+from baseten_operator.baseten.models import (
+    CancelPromotionAck,
+    DeploymentV1,
+    EnvironmentV1,
+    ModelV1,
+    RetryResult,
+)
 from baseten_operator.baseten.teams import TeamDirectory
 from baseten_operator.runtime.recorder import Recorder
 from baseten_operator.runtime.resource import Resource
@@ -111,6 +117,8 @@ class BasetenAPI(Protocol):
         scale_down_previous_deployment: bool = True,
         preserve_env_instance_type: bool = True,
     ) -> DeploymentV1: ...
+
+    def cancel_promotion(self, model_id: str, env_name: str, /) -> CancelPromotionAck: ...
 
 
 class KeyedBasetenAPI(BasetenAPI, TeamDirectory, Protocol):

@@ -19,6 +19,7 @@ from baseten_operator.api.types import BasetenModelSpec
 from baseten_operator.baseten.errors import RateLimited
 from baseten_operator.controller import messages
 from baseten_operator.controller.admission import admit, admit_deletion
+from baseten_operator.controller.cancellation import cancel_unwanted_promotion
 from baseten_operator.controller.context import Dependencies, Pass
 from baseten_operator.controller.deletion import (
     finalize,
@@ -177,5 +178,8 @@ def _reconcile(p: Pass) -> NoReturn:
         raise RequeueAfter(p.deps.timing.push_poll)  # the push in flight creates the model
     environment = ensure_environment(p, model_id)  # step 8
     p.record_environment(environment)
+    # Before anything else: a rollout the spec no longer wants is stopped before it can
+    # reach full traffic (a settings PATCH would end this pass first).
+    environment = cancel_unwanted_promotion(p, model_id, source, environment)
     correct_drift(p, model_id, environment, steady_message(p, environment))
     promote_source(p, model_id, source, environment)  # steps 9 to 14

@@ -25,6 +25,13 @@ DRIFT_CORRECTIONS = Counter(
     ["group"],
     registry=REGISTRY,
 )
+PROMOTIONS_CANCELLED = Counter(
+    "baseten_promotions_cancelled_total",
+    "Promotions of a deployment the spec no longer asks for, cancelled by the operator, by "
+    "Baseten's answer (CANCELED, RAMPING_DOWN).",
+    ["result"],
+    registry=REGISTRY,
+)
 ORPHANS_SCALED_IN = Counter(
     "baseten_orphan_deployments_scaled_in_total",
     "Orphan deployments scaled to zero by cleanup.",
@@ -69,6 +76,11 @@ def count_retry(result: str) -> None:
 def count_drift_correction(group: str) -> None:
     """`group`: autoscaling, promotion or schedules."""
     DRIFT_CORRECTIONS.labels(group=group).inc()
+
+
+def count_cancellation(result: str) -> None:
+    """`result`: CANCELED or RAMPING_DOWN, as Baseten answered the cancel."""
+    PROMOTIONS_CANCELLED.labels(result=result).inc()
 
 
 def count_orphans(scaled_in: int, deleted: int) -> None:

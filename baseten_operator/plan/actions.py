@@ -134,6 +134,19 @@ class Promote(Action):
 
 
 @dataclass(frozen=True)
+class CancelPromotion(Action):
+    """Stop this CR's own promotion in progress that the spec no longer asks for."""
+
+    type: ClassVar[str] = "cancel-promotion"
+    environment: str
+    deployment: str | None  # the candidate being promoted
+    deployment_id: str | None
+
+    def describe(self) -> str:
+        return f"cancel promotion in {self.environment} of {self.deployment or '(unknown)'}"
+
+
+@dataclass(frozen=True)
 class Retry(Action):
     type: ClassVar[str] = "retry"
     deployment: str

@@ -22,6 +22,8 @@ from baseten_operator.baseten.client import BasetenClient
 from baseten_operator.baseten.connections import Connections, HttpSender
 from baseten_operator.baseten.errors import AmbiguousName, BasetenAPIError, RateLimited
 from baseten_operator.baseten.models import (
+    CANCELED,
+    CancelPromotionAck,
     DeploymentV1,
     EnvironmentV1,
     ModelV1,
@@ -33,6 +35,7 @@ from baseten_operator.baseten.settings import Drift
 from baseten_operator.plan.actions import (
     Action,
     Activate,
+    CancelPromotion,
     CreateEnvironment,
     Deactivate,
     DeleteModel,
@@ -327,6 +330,20 @@ class RecordingBaseten:
         return DeploymentV1(
             id=deployment_id, name=self._name(deployment_id), model_id=model_id, status="ACTIVE"
         )
+
+    def cancel_promotion(self, model_id: str, env_name: str) -> CancelPromotionAck:
+        environment = self.ledger.environment_seen(model_id, env_name)
+        candidate = environment.candidate_deployment if environment else None
+        self._record(
+            CancelPromotion(
+                env_name,
+                candidate.name if candidate else None,
+                candidate.id if candidate else None,
+            )
+        )
+        # Answered as a promotion stopped at once, so the plan goes on to what the pass
+        # would do next (the promote of a forward fix); a ramp-down would only delay it.
+        return CancelPromotionAck(status=CANCELED, message="planned")
 
 
 def _copy(settings: Mapping[str, Any] | None) -> dict[str, Any] | None:

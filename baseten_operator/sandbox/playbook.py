@@ -1,8 +1,8 @@
 """The ready-made commands the interactive sandbox prints: kubectl and curl, copy-paste ready.
 
-Each play is one story from the README (drift, a failed build, a TTL deactivation,
-pause, observe, a guarded deletion) told with the tools a person has: kubectl against
-the emulator, curl against the Baseten simulator's `/_sim/` control API.
+Each play is one story from the README (drift, a failed build, a bad rollout reverted, a
+TTL deactivation, pause, observe, a guarded deletion) told with the tools a person has:
+kubectl against the emulator, curl against the Baseten simulator's `/_sim/` control API.
 """
 
 from __future__ import annotations
@@ -14,7 +14,13 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from baseten_operator.sandbox.seed import NEXT_CI_DEPLOYMENT, PRODUCTION, SANDBOX_API_KEY
+from baseten_operator.sandbox.seed import (
+    BAD_DEPLOYMENT,
+    CI_DEPLOYMENT,
+    NEXT_CI_DEPLOYMENT,
+    PRODUCTION,
+    SANDBOX_API_KEY,
+)
 
 COMMAND_PREFIX = "  $ "
 PRODUCTION_CR = "my-llm-model-production"
@@ -61,6 +67,20 @@ def ui_min_replicas(sim_url: str, model_id: str, minimum: int) -> str:
     )
 
 
+def set_source(name: str, source: str) -> str:
+    patch = json.dumps({"spec": {"sourceDeploymentName": source}}, separators=(",", ":"))
+    return f"kubectl patch bm {name} --type merge -p {shlex.quote(patch)}"
+
+
+# Production ramps a new version's traffic up in ten stages over 50 simulated minutes: a
+# minute at the sandbox's time scale, time enough to revert while it ramps.
+RAMPING_PROMOTIONS = {
+    "rolling_deploy": True,
+    "ramp_up_while_promoting": True,
+    "ramp_up_duration_seconds": 3000,
+}
+
+
 def operator_program() -> str:
     """`baseten-operator` when it is on PATH, else this interpreter running the same CLI."""
     if shutil.which("baseten-operator"):
@@ -86,9 +106,7 @@ def build_playbook(
     time_scale: float = 1.0,
 ) -> list[Play]:
     drift = ui_min_replicas(sim_url, ids.llm_model_id, DRIFT_MIN_REPLICAS)
-    source_patch = json.dumps(
-        {"spec": {"sourceDeploymentName": NEXT_CI_DEPLOYMENT}}, separators=(",", ":")
-    )
+    message = f"kubectl get bm {PRODUCTION_CR} -o jsonpath='{{.status.message}}'"
     return [
         Play(
             "Look around with kubectl",
@@ -129,7 +147,35 @@ def build_playbook(
                         "status": "BUILD_FAILED",
                     },
                 ),
-                f"kubectl patch bm {PRODUCTION_CR} --type merge -p {shlex.quote(source_patch)}",
+                set_source(PRODUCTION_CR, NEXT_CI_DEPLOYMENT),
+            ),
+        ),
+        Play(
+            "A bad rollout, revert",
+            f"Production ramps new versions up in stages; {BAD_DEPLOYMENT} misbehaves while it "
+            f"ramps, and the commit is reverted to {CI_DEPLOYMENT}. The operator cancels its "
+            "own promotion (PromotionCancelled), the traffic ramps back down, and production "
+            "never flips to the bad version.",
+            (
+                sim_call(
+                    sim_url,
+                    "ui_update_environment",
+                    {
+                        "model_id": ids.llm_model_id,
+                        "env": PRODUCTION,
+                        "promotion_settings": RAMPING_PROMOTIONS,
+                    },
+                ),
+                sim_call(
+                    sim_url,
+                    "seed_deployment",
+                    {"model_id": ids.llm_model_id, "name": BAD_DEPLOYMENT, "status": "ACTIVE"},
+                ),
+                set_source(PRODUCTION_CR, BAD_DEPLOYMENT),
+                message,
+                set_source(PRODUCTION_CR, CI_DEPLOYMENT),
+                message,
+                "kubectl get events --field-selector reason=PromotionCancelled",
             ),
         ),
         Play(
@@ -149,7 +195,7 @@ def build_playbook(
             (
                 set_mode(PRODUCTION_CR, "Observe"),
                 drift,
-                f"kubectl get bm {PRODUCTION_CR} -o jsonpath='{{.status.message}}'",
+                message,
                 set_mode(PRODUCTION_CR, "Reconcile"),
             ),
         ),

@@ -21,6 +21,8 @@ PREVIOUS_DEPLOYMENT = "img-0.9-wgt-1.0-p-1.2"
 CI_DEPLOYMENT = "img-1.0-wgt-1.0-p-1.3"
 # The next CI build: the one whose build fails in the failed-build story.
 NEXT_CI_DEPLOYMENT = "img-1.1-wgt-1.0-p-1.4"
+# A build that deploys fine and misbehaves in production: the bad-rollout story's.
+BAD_DEPLOYMENT = "img-1.2-wgt-1.0-p-1.5"
 
 
 @dataclass(frozen=True)

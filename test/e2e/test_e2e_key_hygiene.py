@@ -15,9 +15,7 @@ import requests
 import yaml
 
 from testsupport.e2e.harness import (
-    LEASE_NAME,
     METRICS_READER,
-    OPERATOR_NAMESPACE,
     basetenmodel,
     served_certificate,
     service_account_token,
@@ -35,11 +33,6 @@ def key_forms(key: str) -> list[str]:
     raw = key.encode()
     encoded = [base64.b64encode(raw).decode(), base64.urlsafe_b64encode(raw).decode()]
     return [key, quote(key, safe=""), quote_plus(key), *encoded, *(e.rstrip("=") for e in encoded)]
-
-
-def holder(key_stack: KeyStack) -> str:
-    lease = key_stack.cluster.kubectl.json("get", "lease", LEASE_NAME, "-n", OPERATOR_NAMESPACE)
-    return str(lease["spec"].get("holderIdentity") or "")
 
 
 def echo_errors(key_stack: KeyStack, endpoint: str, count: int) -> None:
@@ -82,12 +75,12 @@ def test_the_key_is_in_no_log_line_event_status_or_metric(
     )
 
     # Failover: the second replica takes the Lease and meets the same errors.
-    first_holder = wait_for(lambda: holder(key_stack), timeout=30)
+    first_holder = wait_for(lambda: key_stack.cluster.kubectl.lease_holder(), timeout=30)
     key_stack.start_operator("operator-b")
     operator_a = key_stack.operators[0].process
     key_stack.processes.remove(operator_a)
     assert operator_a.terminate(30) == 0
-    wait_for(lambda: holder(key_stack) not in ("", first_holder), timeout=60)
+    wait_for(lambda: key_stack.cluster.kubectl.lease_holder() not in ("", first_holder), timeout=60)
     echo_errors(key_stack, "update_environment", 40)
     rescale(key_stack, namespace, "echoed", 3)
     stack.wait_status(

@@ -139,11 +139,6 @@ def hold_go_lease(kubectl: Kubectl) -> None:
     )
 
 
-def lease_holder(kubectl: Kubectl) -> str:
-    lease = kubectl.json("get", "lease", LEASE_NAME, "-n", OPERATOR_NAMESPACE)
-    return str(lease["spec"].get("holderIdentity") or "")
-
-
 def log_records(path: Path) -> list[dict[str, Any]]:
     records = []
     for line in path.read_text().splitlines():
@@ -220,7 +215,7 @@ def test_the_operator_takes_over_from_the_go_operator_and_changes_nothing(cluste
         describe=lambda: log.read_text()[-3000:],
     )
     # The Go operator leads: this one has written nothing, to Kubernetes or to Baseten.
-    assert lease_holder(kubectl) == GO_IDENTITY
+    assert kubectl.lease_holder() == GO_IDENTITY
     for name, obj in before.items():
         now = kubectl.json("get", "basetenmodel", name, "-n", namespace)
         assert now["metadata"]["resourceVersion"] == obj["metadata"]["resourceVersion"], name
@@ -236,7 +231,7 @@ def test_the_operator_takes_over_from_the_go_operator_and_changes_nothing(cluste
         "patch", "lease", LEASE_NAME, "-n", OPERATOR_NAMESPACE, "--type=merge",
         "-p", json.dumps({"spec": {"holderIdentity": "", "leaseDurationSeconds": 1}}),
     )  # fmt: skip
-    wait_for(lambda: lease_holder(kubectl) not in ("", GO_IDENTITY), timeout=30)
+    wait_for(lambda: kubectl.lease_holder() not in ("", GO_IDENTITY), timeout=30)
 
     def adopted(name: str, active: str) -> bool:
         status = status_of(kubectl.get_or_none("basetenmodel", name, namespace))

@@ -348,6 +348,9 @@ def expected_writes(items: list[dict[str, Any]], model_id: str) -> list[tuple[st
                 writes.append(
                     ("POST", f"{base}/environments/{action['environment']}/promote", body)
                 )
+            elif kind == "cancel-promotion":
+                path = f"{base}/environments/{action['environment']}/cancel_promotion"
+                writes.append(("POST", path, None))
             elif kind in ("retry", "activate", "deactivate"):
                 path = f"{base}/deployments/{action['deploymentId']}/{kind}"
                 writes.append(("POST", path, None))

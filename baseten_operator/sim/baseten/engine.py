@@ -20,6 +20,7 @@ from baseten_operator.sim.baseten.autoscaling_schedules import ScheduleEdit
 from baseten_operator.sim.baseten.controls import Controls
 from baseten_operator.sim.baseten.errors import bad_request, conflict, not_found
 from baseten_operator.sim.baseten.lifecycle import Lifecycle, LifecycleDurations
+from baseten_operator.sim.baseten.promotion_signals import PromotionSignals
 from baseten_operator.sim.baseten.records import (
     BUILDING,
     DEACTIVATING,
@@ -50,6 +51,8 @@ class SimEngine:
         self.account = Account(clock or RealClock(), time_scale)
         self.lifecycle = Lifecycle(self.account, durations or LifecycleDurations())
         self.controls = Controls(self.account, self.lifecycle)
+        # cancel_promotion and the rolling promotions' signals (promotion_signals.py).
+        self.promotion_signals = PromotionSignals(self.account, self.lifecycle)
 
     # What tests peek at: the account's lock, clock and deployment records.
 

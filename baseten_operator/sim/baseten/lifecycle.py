@@ -29,6 +29,7 @@ from baseten_operator.sim.baseten.records import (
     WAKING_UP,
     Deployment,
     Environment,
+    Promotion,
 )
 
 
@@ -162,18 +163,54 @@ class Lifecycle:
     # ----------------------------------------------------------------- promotions
 
     def candidate_ready(self, env: Environment, at: float) -> None:
-        """The promoted deployment is up: the promotion completes after its ramp-up."""
+        """The promoted deployment is up: the promotion completes after its ramp-up (unless
+        paused: resuming plans the completion then)."""
         promotion = env.promotion
         if promotion is None or promotion.ready_at is not None:
             return
         promotion.ready_at = at
+        if promotion.paused_at is None and promotion.cancelled_at is None:
+            self.plan_completion(env, promotion)
+
+    def plan_completion(self, env: Environment, promotion: Promotion) -> None:
+        """Complete `promotion` once its candidate has been ready for the ramp-up and the
+        settle time; a signal given meanwhile (its generation moved on) voids this."""
+        assert promotion.ready_at is not None
         settle = (promotion.ramp_up_seconds or 0.0) + self.durations.promotion_settle
+        self._on_promotion(
+            env,
+            promotion,
+            promotion.ready_at + self._account.scaled(settle),
+            self.complete_promotion,
+        )
 
-        def complete(due: float) -> None:
-            if self._account.env_is_live(env) and env.promotion is promotion:
-                self.complete_promotion(env, due)
+    def plan_ramp_down_end(self, env: Environment, promotion: Promotion, at: float) -> None:
+        """A cancelled promotion whose traffic is back on the previous deployment ends: the
+        candidate is released, the previous deployment never stopped serving."""
 
-        self._account.timeline.at(at + self._account.scaled(settle), complete)
+        def release(env: Environment, due: float) -> None:
+            env.promotion = None
+
+        self._on_promotion(env, promotion, at, release)
+
+    def _on_promotion(
+        self,
+        env: Environment,
+        promotion: Promotion,
+        due: float,
+        action: Callable[[Environment, float], None],
+    ) -> None:
+        generation = promotion.generation
+
+        def run(at: float) -> None:
+            if (
+                self._account.env_is_live(env)
+                and env.promotion is promotion
+                and promotion.generation == generation
+            ):
+                action(env, at)
+
+        self._account.timeline.at(due, run)
 
     def complete_promotion(self, env: Environment, at: float) -> None:
         """The candidate serves the environment; the one it replaced is cleaned up as the

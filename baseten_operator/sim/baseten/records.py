@@ -163,6 +163,27 @@ class Promotion:
     rolling_deploy: bool
     ramp_up_seconds: float | None
     ready_at: float | None = None
+    # Paused (pause_promotion): the traffic share is frozen as it was then.
+    paused_at: float | None = None
+    # Cancelled while the candidate had traffic: from then on the share steps back down by
+    # RAMP_STAGE_PERCENT every `ramp_down_stage` sim seconds, from `cancelled_from`.
+    cancelled_at: float | None = None
+    cancelled_from: int = 0
+    ramp_down_stage: float = 0.0
+    # Bumped by every signal (pause, resume, cancel): a completion or ramp-down planned
+    # before it finds the promotion changed and does nothing.
+    generation: int = 0
+
+    @property
+    def rolling(self) -> bool:
+        """Traffic moves over in stages (a rolling deploy or a ramp-up): what Baseten's
+        pause, resume, force-cancel and force-roll-forward act on."""
+        return self.rolling_deploy or bool(self.ramp_up_seconds)
+
+
+# A ramping promotion moves traffic in ten even stages, up and (cancelled) back down.
+RAMP_STAGES = 10
+RAMP_STAGE_PERCENT = 100 // RAMP_STAGES
 
 
 DAILY = "DAILY"

@@ -18,6 +18,7 @@ from baseten_operator.sim.baseten.payloads import (
     UpdateEnvironment,
     parse,
 )
+from baseten_operator.sim.baseten.promotion_signals import PromotionSignals
 
 Params = dict[str, str]
 # The team of the key that made the call ("" for an organisation key): what lists show it.
@@ -107,6 +108,25 @@ _DEPLOYMENT = _MODEL + "/deployments/(?P<deployment_id>[^/]+)"
 _ENVIRONMENT = _MODEL + "/environments/(?P<env_name>[^/]+)"
 
 
+# The signals to a promotion in progress: POST, no request body, named as in the spec.
+_PROMOTION_SIGNALS: dict[str, Callable[[PromotionSignals], Callable[[str, str], dict]]] = {
+    "cancel_promotion": lambda s: s.cancel,
+    "force_cancel_promotion": lambda s: s.force_cancel,
+    "pause_promotion": lambda s: s.pause,
+    "resume_promotion": lambda s: s.resume,
+    "force_roll_forward_promotion": lambda s: s.force_roll_forward,
+}
+
+
+def _signal_handler(
+    signal: Callable[[PromotionSignals], Callable[[str, str], dict]],
+) -> RouteHandler:
+    def handle(e: SimEngine, p: Params, q: dict[str, list[str]], b: Any) -> Any:
+        return signal(e.promotion_signals)(p["model_id"], p["env_name"])
+
+    return handle
+
+
 def _route(method: str, path: str, endpoint: str, handler: RouteHandler) -> Route:
     return Route(method, re.compile(f"^{path}/?$"), endpoint, handler)
 
@@ -170,6 +190,10 @@ ROUTES: tuple[Route, ...] = (
         lambda e, p, q, b: e.delete_environment(p["model_id"], p["env_name"]),
     ),
     _route("POST", _ENVIRONMENT + "/promote", "promote", _promote),
+    *(
+        _route("POST", f"{_ENVIRONMENT}/{operation}", operation, _signal_handler(signal))
+        for operation, signal in _PROMOTION_SIGNALS.items()
+    ),
 )
 
 

@@ -224,6 +224,34 @@ def test_new_source_is_promoted(world: PlanWorld, namespace: str) -> None:
     }
 
 
+def test_own_promotion_no_longer_wanted_is_cancelled_before_the_fix(
+    world: PlanWorld, namespace: str
+) -> None:
+    model = f"{namespace}-m"
+    # Promoted as a fresh copy that builds for a while: no traffic yet, so Baseten cancels
+    # it at once, as the plan assumes.
+    model_id, ids = seeded_model(
+        world,
+        model,
+        "v1",
+        "bad",
+        "fix",
+        current="v1",
+        promotion_settings={"redeploy_on_promotion": True},
+    )
+    steady(world, namespace, "m", spec(model, "bad"))
+    bad_copy = world.get_cr(namespace, "m")["status"]["candidateDeploymentName"]
+    assert bad_copy.startswith("bad.")
+    obj = world.get_cr(namespace, "m")
+    obj["spec"]["sourceDeploymentName"] = "fix"
+    world.kube.update(BASETENMODELS, obj)
+    item = plan_then_pass(world, namespace, "m", model_id)
+    assert [action["type"] for action in item["actions"]] == ["cancel-promotion", "promote"]
+    assert item["actions"][0]["deployment"] == bad_copy
+    assert item["actions"][1]["deploymentId"] == ids["fix"]
+    assert [e["reason"] for e in item["events"]] == ["PromotionCancelled", "DeploymentPromoted"]
+
+
 def test_steady_state_is_no_changes(world: PlanWorld, namespace: str) -> None:
     model = f"{namespace}-m"
     model_id, _ = seeded_model(world, model, "v1", current="v1")

@@ -62,3 +62,14 @@ def test_playbook_commands_are_printed_one_per_line() -> None:
     assert any(
         '"model_id":"b2"' in command and '"min_replica":0' in command for command in commands
     )
+
+
+def test_the_playbook_tells_a_bad_rollout_reverted() -> None:
+    plays = build_playbook("/k/config", "http://127.0.0.1:1", PlaybookIds("a1", "b2", "c3"))
+    (play,) = [p for p in plays if p.title == "A bad rollout, revert"]
+    sources = [c for c in play.commands if "sourceDeploymentName" in c]
+    # Out to the bad build, then back to the one it replaced.
+    assert "img-1.2-wgt-1.0-p-1.5" in sources[0]
+    assert "img-1.0-wgt-1.0-p-1.3" in sources[1]
+    assert any('"ramp_up_while_promoting":true' in c for c in play.commands)
+    assert play.commands[-1] == "kubectl get events --field-selector reason=PromotionCancelled"

@@ -110,6 +110,11 @@ class Kubectl:
         result: dict[str, Any] = json.loads(done.stdout)
         return result
 
+    def lease_holder(self) -> str:
+        """The identity holding the operator's leader-election Lease ("" when none)."""
+        lease = self.json("get", "lease", LEASE_NAME, "-n", OPERATOR_NAMESPACE)
+        return str(lease["spec"].get("holderIdentity") or "")
+
     def events(self, namespace: str, name: str) -> list[dict[str, Any]]:
         """The Events about object `name`, selected server-side as `kubectl` users do."""
         listing = self.json(
@@ -147,6 +152,21 @@ class Simulator:
         return requests.get(
             f"{self.url}/v1{path}", headers={"Authorization": f"Api-Key {self.api_key}"}, timeout=10
         )
+
+    def api_post(self, path: str, body: dict[str, Any]) -> requests.Response:
+        """A write through the REST API, as the Baseten UI or a CI job makes it."""
+        return requests.post(
+            f"{self.url}/v1{path}",
+            json=body,
+            headers={"Authorization": f"Api-Key {self.api_key}"},
+            timeout=10,
+        )
+
+    def request_log(self) -> list[dict[str, Any]]:
+        """Every REST request the simulator received, answered or not (faults included)."""
+        response = requests.get(f"{self.url}/_sim/request_log", timeout=10)
+        response.raise_for_status()
+        return list(response.json())
 
     def environment(self, model_id: str, env: str) -> dict[str, Any]:
         response = self.api_get(f"/models/{model_id}/environments/{env}")
@@ -196,6 +216,11 @@ class Process:
 
     def alive(self) -> bool:
         return self.popen.poll() is None
+
+    def kill(self) -> None:
+        """SIGKILL, as a node failure or the OOM killer would: no shutdown of any kind."""
+        self.popen.kill()
+        self.popen.wait()
 
     def terminate(self, timeout: float) -> int:
         """SIGTERM and the exit code; SIGKILL (and an AssertionError) if it does not exit."""

@@ -186,7 +186,9 @@ class KeyStack:
 
     @property
     def stack(self) -> Stack:
-        return Stack(self.cluster.kubectl, Simulator(self.cluster.sim_url), metrics_url=None)
+        # The simulator's REST API answers only this stack's own key.
+        sim = Simulator(self.cluster.sim_url, self.cluster.api_key)
+        return Stack(self.cluster.kubectl, sim, metrics_url=None)
 
     def start_operator(self, name: str, *extra_flags: str) -> LocalOperator:
         started = start_operator(

@@ -244,9 +244,16 @@ def test_event_types_follow_section_10() -> None:
         "DeploymentReactivated", "TrussPushStarted",
         "TrussPushCompleted", "ReconciliationPaused", "OrphanDeploymentsScaledIn",
         "OrphanDeploymentsDeleted", "DeploymentRetried", "ModelDeleted",
+        "PromotionCancelled",
     }  # fmt: skip
     assert {r.value for r in EventReason if event_type(r) == "Normal"} == normal
-    # 14 of section 10, issue 12's tenancy warnings and issue 15's schedule failures.
+    # 14 of section 10, issue 12's tenancy warnings, issue 15's schedule failures and issue
+    # 31's failed cancellations.
     warnings = {r.value for r in EventReason if event_type(r) == "Warning"}
-    assert len(warnings) == 17
-    assert {"EnvironmentConflict", "PolicyViolation", "AutoscalingScheduleUpdateFailed"} <= warnings
+    assert len(warnings) == 18
+    assert {
+        "EnvironmentConflict",
+        "PolicyViolation",
+        "AutoscalingScheduleUpdateFailed",
+        "PromotionCancelFailed",
+    } <= warnings

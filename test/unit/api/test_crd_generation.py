@@ -163,6 +163,7 @@ def test_status_shape(openapi_schema: dict[str, Any]) -> None:
         "sourceDeploymentName",
         "activeDeploymentName",
         "candidateDeploymentID",
+        "cancellingDeploymentID",
         "candidateDeploymentName",
         "deploymentStatus",
         "activeReplicaCount",

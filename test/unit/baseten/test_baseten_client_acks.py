@@ -40,6 +40,11 @@ PATCH_ENV = (
     "/models/m1/environments/production",
     lambda c: c.update_environment("m1", "production", {"min_replica": 1}, None),
 )
+CANCEL = (
+    "POST",
+    "/models/m1/environments/production/cancel_promotion",
+    lambda c: c.cancel_promotion("m1", "production"),
+)
 
 REFUSED: list[tuple[tuple[str, str, Call], dict[str, Any]]] = [
     (DELETE_MODEL, {"id": "m1", "deleted": False}),
@@ -57,6 +62,10 @@ REFUSED: list[tuple[tuple[str, str, Call], dict[str, Any]]] = [
     (PATCH_ENV, {"status": "FAILED", "message": "invalid"}),
     (PATCH_ENV, {"message": "ok"}),
     (PATCH_ENV, {"environment": {"name": "production"}, "status": "ACCEPTED", "error": "x"}),
+    # A status Baseten adds tomorrow says nothing about whether the promotion stopped.
+    (CANCEL, {"status": "QUEUED", "message": "later"}),
+    (CANCEL, {"message": "no promotion in progress"}),
+    (CANCEL, {"status": "CANCELED", "message": "x", "error": "partially"}),
 ]
 
 ACCEPTED: list[tuple[tuple[str, str, Call], dict[str, Any]]] = [
@@ -69,6 +78,8 @@ ACCEPTED: list[tuple[tuple[str, str, Call], dict[str, Any]]] = [
     (PATCH_ENV, {"environment": {"name": "production"}, "status": "ACCEPTED", "message": "ok"}),
     # `status` is deprecated on the environment PATCH: the environment alone acknowledges.
     (PATCH_ENV, {"environment": {"name": "production"}}),
+    (CANCEL, {"status": "CANCELED", "message": "The promotion was canceled"}),
+    (CANCEL, {"status": "RAMPING_DOWN", "message": "Traffic is moving back"}),
 ]
 
 
@@ -101,6 +112,13 @@ def test_a_positive_acknowledgement_passes(
     method, path, call = endpoint
     rsps.add(method, base_url + path, json=answer)
     call(client)
+
+
+def test_a_cancel_says_how_baseten_stops_the_promotion(
+    client: BasetenClient, rsps: HttpMock, base_url: str
+) -> None:
+    rsps.add("POST", base_url + CANCEL[1], json={"status": "RAMPING_DOWN", "message": "m"})
+    assert client.cancel_promotion("m1", "production").status == "RAMPING_DOWN"
 
 
 def test_the_quoted_answer_never_carries_the_api_key(

@@ -24,6 +24,7 @@ from baseten_operator.api.constants import FINALIZER
 from baseten_operator.baseten.errors import AmbiguousModelName, BasetenAPIError
 from baseten_operator.baseten.models import (
     AutoscalingSettingsV1,
+    CancelPromotionAck,
     DeploymentV1,
     EnvironmentV1,
     InProgressPromotionV1,
@@ -80,6 +81,9 @@ class FakeBaseten:
         self.errors: dict[str, list[BasetenAPIError]] = {}
         self.retry_result: RetryResult | None = None
         self.promote_result: DeploymentV1 | None = None
+        # What cancel_promotion answers: CANCELED (the promotion is gone at once) or
+        # RAMPING_DOWN (it stays, in that phase, until the test ends it).
+        self.cancel_answer = "CANCELED"
         self.ambiguous: list[str] | None = None
         self.teams: dict[str, str] = {}  # team name -> id
         self.model_teams: dict[str, str] = {}  # model id -> team id
@@ -289,6 +293,19 @@ class FakeBaseten:
             return self.promote_result
         source = self.get_deployment(model_id, deployment_id)
         return source.model_copy(update={"status": "BUILDING"})
+
+    def cancel_promotion(self, model_id: str, env_name: str) -> CancelPromotionAck:
+        self._enter("cancel_promotion", model_id, env_name)
+        env = self.get_environment(model_id, env_name)
+        if self.cancel_answer == "CANCELED":
+            update: dict[str, Any] = {"candidate_deployment": None, "in_progress_promotion": None}
+        else:
+            progress = env.in_progress_promotion or InProgressPromotionV1()
+            update = {
+                "in_progress_promotion": progress.model_copy(update={"status": "RAMPING_DOWN"})
+            }
+        self.environments[(model_id, env_name)] = env.model_copy(update=update)
+        return CancelPromotionAck(status=self.cancel_answer, message="cancelled")
 
 
 class FakeKube:

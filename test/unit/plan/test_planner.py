@@ -14,6 +14,7 @@ from baseten_operator.baseten.models import DeploymentV1, EnvironmentV1, ModelV1
 from baseten_operator.controller.orphans import OrphanVerdict
 from baseten_operator.plan.actions import (
     Activate,
+    CancelPromotion,
     CreateEnvironment,
     Deactivate,
     DeleteModel,
@@ -85,6 +86,22 @@ def test_a_new_cr_is_planned_as_if_its_finalizer_were_there() -> None:
     result = plan(obj)
     assert [a.type for a in result.actions] == ["promote"]
     assert FINALIZER not in (obj["metadata"].get("finalizers") or [])  # the input is untouched
+
+
+def test_a_forward_fix_is_planned_as_a_cancel_of_the_own_promotion_then_the_promote() -> None:
+    baseten = Baseten()
+    bad = DeploymentV1(id="d9", name="bad", status="ACTIVE")
+    baseten.get_environment = lambda model_id, env_name: EnvironmentV1(  # type: ignore[method-assign]
+        name=env_name, current_deployment=baseten.v1, candidate_deployment=bad
+    )
+    obj = cr(modelID="m1", candidateDeploymentID="d9", candidateDeploymentName="bad")
+    result = plan(obj, baseten)
+    assert result.actions == [
+        CancelPromotion("production", "bad", "d9"),
+        Promote("production", "v1", "v2", "d2", True, True),
+    ]
+    # Someone else's promotion (not recorded as the CR's candidate) is waited for instead.
+    assert plan(cr(modelID="m1"), baseten).actions == []
 
 
 @pytest.mark.parametrize(
@@ -275,6 +292,7 @@ def test_the_json_of_every_action_type_validates_against_the_shipped_schema() ->
             ),
             Push("depl-x-1234abcd", "llama", True),
             Promote("production", None, "v2", "d2", True, True),
+            CancelPromotion("production", "bad", "d9"),
             Retry("v2", "d2"),
             Activate("v1", "d1", True),
             Deactivate("v1", "d1"),
@@ -298,6 +316,7 @@ def test_the_json_of_every_action_type_validates_against_the_shipped_schema() ->
         "update-environment",
         "push",
         "promote",
+        "cancel-promotion",
         "retry",
         "activate",
         "deactivate",
@@ -311,5 +330,6 @@ def test_the_json_of_every_action_type_validates_against_the_shipped_schema() ->
         "schedule overnight added"
     ) in table
     assert "  4. promote in production: (none) → v2" in table
+    assert "  5. cancel promotion in production of bad" in table
     assert "    old: scale in (minReplicas 1→0); delete: stale" in table
-    assert table.endswith("Plan: 10 actions on 1 of 1 BasetenModels, 1 blocked.\n")
+    assert table.endswith("Plan: 11 actions on 1 of 1 BasetenModels, 1 blocked.\n")

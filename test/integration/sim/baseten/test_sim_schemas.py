@@ -197,3 +197,64 @@ def test_autoscaling_schedules_match_the_spec(
     assert refused.status_code == 400
     assert set(refused.json()) == {"code", "message", "details"}
     assert "start_at and end_at are required for ONE_TIME schedules" in refused.json()["message"]
+
+
+def test_promotion_signals_match_the_spec(
+    sim: BasetenSimulator, http: requests.Session, clock: FakeClock, validate
+) -> None:
+    """cancel_promotion answers CancelPromotionResponseV1 (CANCELED at once, RAMPING_DOWN
+    for a ramping promotion, whose environment then shows the ramp-down); the rolling
+    promotions' signals answer SignalPromotionResponseV1."""
+    mid = sim.seed_model("llama")["id"]
+    good = sim.seed_deployment(mid, "good", autoscaling_settings={"min_replica": 1})
+    bad = sim.seed_deployment(mid, "bad", autoscaling_settings={"min_replica": 1})
+    sim.seed_environment(mid, "staging", current_deployment_id=good["id"])
+    sim.seed_environment(
+        mid,
+        "production",
+        current_deployment_id=good["id"],
+        promotion_settings={
+            "rolling_deploy": True,
+            "ramp_up_while_promoting": True,
+            "ramp_up_duration_seconds": 100,
+        },
+    )
+    env_url = f"{sim.api_url}/models/{mid}/environments"
+
+    def post(env: str, signal: str, component: str) -> dict:
+        response = http.post(f"{env_url}/{env}/{signal}", json={})
+        assert response.status_code == 200, response.text
+        body = response.json()
+        validate(body, component)
+        return body
+
+    http.post(f"{env_url}/staging/promote", json={"deployment_id": bad["id"]})
+    assert post("staging", "cancel_promotion", "CancelPromotionResponseV1")["status"] == "CANCELED"
+
+    http.post(f"{env_url}/production/promote", json={"deployment_id": bad["id"]})
+    clock.advance(25)
+    for signal in ("pause_promotion", "resume_promotion"):
+        assert post("production", signal, "SignalPromotionResponseV1") == {"success": True}
+    assert post("production", "cancel_promotion", "CancelPromotionResponseV1")["status"] == (
+        "RAMPING_DOWN"
+    )
+    env = http.get(f"{env_url}/production").json()
+    validate(env, "EnvironmentV1")
+    assert env["in_progress_promotion"]["status"] == "RAMPING_DOWN"
+    assert env["current_deployment"]["name"] == "good"
+    post("production", "force_roll_forward_promotion", "SignalPromotionResponseV1")
+    assert http.get(f"{env_url}/production").json()["current_deployment"]["name"] == "bad"
+    http.post(f"{env_url}/production/promote", json={"deployment_id": good["id"]})
+    post("production", "force_cancel_promotion", "SignalPromotionResponseV1")
+    refused = http.post(f"{env_url}/production/cancel_promotion", json={})
+    assert refused.status_code == 400
+    audited = [e["endpoint"] for e in sim.audit_log() if "promotion" in e["endpoint"]]
+    assert audited == [
+        "cancel_promotion",
+        "pause_promotion",
+        "resume_promotion",
+        "cancel_promotion",
+        "force_roll_forward_promotion",
+        "force_cancel_promotion",
+        "cancel_promotion",
+    ]
