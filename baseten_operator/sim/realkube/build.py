@@ -20,6 +20,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -127,7 +128,7 @@ def _build(name: str, module: Path, package: str, output: Path, ldflags: str, sa
         return
     say(
         f"building {name} from source into {output.parent} "
-        "(once per machine: a cold build takes minutes, a warm Go cache about one)"
+        "(once per machine: minutes while Go's caches are cold, seconds after)"
     )
     partial = output.with_name(output.name + ".partial")
     command = [
@@ -140,21 +141,25 @@ def _build(name: str, module: Path, package: str, output: Path, ldflags: str, sa
         command, cwd=module, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
     )
     assert process.stderr is not None
-    compiled = 0
-    tail: collections.deque[str] = collections.deque(maxlen=30)
-    next_report = started + PROGRESS_EVERY
-    for line in process.stderr:  # `-v` names each package as it is compiled
-        compiled += 1
-        tail.append(line.rstrip())
-        if time.monotonic() >= next_report:
-            next_report += PROGRESS_EVERY
+    # `-v` names each package as it is compiled: a reader keeps them (the count is the
+    # progress, the tail the diagnosis), while this thread reports on a timer, so a long
+    # compile or the final link is not mistaken for a hang.
+    compiled: collections.deque[str] = collections.deque()
+    reader = threading.Thread(target=compiled.extend, args=(process.stderr,), daemon=True)
+    reader.start()
+    while True:
+        try:
+            code = process.wait(PROGRESS_EVERY)
+            break
+        except subprocess.TimeoutExpired:
             elapsed = time.monotonic() - started
-            say(f"  still building {name}: {compiled} packages in {elapsed:.0f} s")
-    code = process.wait()
+            say(f"  still building {name}: {len(compiled)} packages in {elapsed:.0f} s")
+    reader.join()
     if code != 0 or not partial.is_file():
-        raise BuildError(f"go build of {name} failed (exit {code}):\n" + "\n".join(tail))
+        tail = "".join(list(compiled)[-30:])
+        raise BuildError(f"go build of {name} failed (exit {code}):\n{tail}")
     partial.rename(output)
-    say(f"built {name} in {time.monotonic() - started:.0f} s ({compiled} packages)")
+    say(f"built {name} in {time.monotonic() - started:.0f} s ({len(compiled)} packages)")
 
 
 @contextlib.contextmanager
