@@ -281,10 +281,11 @@ def ensure_crd(kube: Kube, crd: dict[str, Any]) -> None:
         kube.create(CRDS, crd)
 
     def established() -> bool:
-        status = kube.get(CRDS, name).get("status", {})
+        # A real server may first answer `conditions: null`, before its controller runs.
+        status = kube.get(CRDS, name).get("status") or {}
         return any(
             c["type"] == "Established" and c["status"] == "True"
-            for c in status.get("conditions", [])
+            for c in status.get("conditions") or []
         )
 
     kube.eventually(established)
