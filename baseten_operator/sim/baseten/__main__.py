@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import signal
-import threading
-from types import FrameType
 
 from baseten_operator.sim.baseten.simulator import BasetenSimulator
+from baseten_operator.sim.signals import stop_on_signals
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -20,13 +18,7 @@ def main(argv: list[str] | None = None) -> int:
         "--no-rate-limits", action="store_true", help="disable Baseten's rate limits"
     )
     args = parser.parse_args(argv)
-    stopping = threading.Event()
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        stopping.set()
-
-    signal.signal(signal.SIGINT, on_signal)
-    signal.signal(signal.SIGTERM, on_signal)
+    stopping = stop_on_signals()
     simulator = BasetenSimulator(
         args.api_key,
         host=args.host,

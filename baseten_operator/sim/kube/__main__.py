@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
-import threading
-from types import FrameType
 
 import structlog
+
+from baseten_operator.sim.signals import stop_on_signals
 
 from .server import KubeApiServer
 
@@ -30,13 +29,7 @@ def main(argv: list[str] | None = None) -> int:
         history_limit=args.history_limit,
         bookmark_interval=args.bookmark_interval,
     )
-    stopping = threading.Event()
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        stopping.set()
-
-    signal.signal(signal.SIGINT, on_signal)
-    signal.signal(signal.SIGTERM, on_signal)
+    stopping = stop_on_signals()
     url = server.start()
     if args.kubeconfig:
         server.write_kubeconfig(args.kubeconfig)

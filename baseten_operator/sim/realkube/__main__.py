@@ -8,12 +8,11 @@ and `make real-kube` call it."""
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 import tempfile
-import threading
 from pathlib import Path
-from types import FrameType
+
+from baseten_operator.sim.signals import stop_on_signals
 
 from .build import BuildError, ensure_built
 from .controlplane import ControlPlane, ControlPlaneError
@@ -31,13 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
 
-    stopping = threading.Event()
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        stopping.set()
-
-    signal.signal(signal.SIGINT, on_signal)
-    signal.signal(signal.SIGTERM, on_signal)
+    stopping = stop_on_signals()
     try:
         binaries = ensure_built()
         if args.command == "build":
