@@ -60,6 +60,11 @@ class Cluster:
         response.raise_for_status()
         return list(response.json())
 
+    def forbidden(self, username: str) -> list[str]:
+        """Requests of `username` refused by RBAC (a real server started with audit; the
+        emulator enforces no RBAC, so none there)."""
+        return self.plane.forbidden(username) if self.plane is not None else []
+
     def faults(self, **request: Any) -> Any:
         """The emulator's fault injection (`POST /_sim/faults`); a real server has none."""
         if self.emulator_url is None:

@@ -35,12 +35,14 @@ STOP_TIMEOUT = 15.0
 SERVICE_CLUSTER_IP_RANGE = "10.0.0.0/24"
 SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local"
 WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
-# Writes only, once each (when answered), without bodies: who wrote what, and when.
+# Once per request, when answered, without bodies: every request of a ServiceAccount (what an
+# operator under test does, reads included, so a refused watch shows), everyone's writes.
 AUDIT_POLICY = {
     "apiVersion": "audit.k8s.io/v1",
     "kind": "Policy",
     "omitStages": ["RequestReceived", "ResponseStarted"],
     "rules": [
+        {"level": "Metadata", "userGroups": ["system:serviceaccounts"]},
         {"level": "None", "verbs": ["get", "list", "watch"]},
         {"level": "Metadata"},
     ],
@@ -161,15 +163,18 @@ class ControlPlane:
     def audit_log(self) -> Path:
         return self.workdir / "audit.log"
 
+    def audited(self) -> list[dict[str, Any]]:
+        """The audit log's entries (see AUDIT_POLICY for which requests it keeps)."""
+        if not self.audit:
+            raise ControlPlaneError("the audit log needs a control plane started with audit=True")
+        return [json.loads(line) for line in self.audit_log.read_text().splitlines()]
+
     def writes(self) -> list[dict[str, Any]]:
         """Every write the server answered, in the shape of the emulator's `GET /_sim/writes`:
         time (epoch seconds, when received), verb, resource, namespace, name, subresource and
         user_agent."""
-        if not self.audit:
-            raise ControlPlaneError("writes() needs a control plane started with audit=True")
         writes = []
-        for line in self.audit_log.read_text().splitlines():
-            entry = json.loads(line)
+        for entry in self.audited():
             if entry.get("verb") not in WRITE_VERBS:
                 continue
             target = entry.get("objectRef") or {}
@@ -186,6 +191,15 @@ class ControlPlane:
                 }
             )
         return writes
+
+    def forbidden(self, username: str) -> list[str]:
+        """The requests of `username` that authorization refused (403), as `verb URI`."""
+        return [
+            f"{entry.get('verb')} {entry.get('requestURI')}"
+            for entry in self.audited()
+            if (entry.get("user") or {}).get("username") == username
+            and (entry.get("responseStatus") or {}).get("code") == 403
+        ]
 
     def stop(self) -> None:
         """Stop both processes (kube-apiserver first) and remove every file they made."""

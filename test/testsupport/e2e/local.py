@@ -61,15 +61,23 @@ class LocalCluster:
 @contextlib.contextmanager
 def running_cluster(workdir: Path, api_key: str) -> Iterator[tuple[LocalCluster, list[Process]]]:
     """A `LocalCluster` and the processes started on it (the caller may add operators); all
-    stopped, and the API server's data removed, when the block ends."""
+    stopped, and the API server's data removed, when the block ends. Then, on a real server,
+    no request of the operators may have been refused by RBAC: they run with exactly
+    config/rbac's permissions, and a missing one fails the block even where the operator
+    only logs it (an informer retrying a refused watch)."""
     processes: list[Process] = []
-    kube = start_kube(workdir / "kube")
+    kube = start_kube(workdir / "kube", audit=True)
     try:
         yield start_cluster(kube, workdir, processes, api_key), processes
     finally:
         for process in reversed(processes):
             process.terminate(SHUTDOWN_TIMEOUT)
+        refused = kube.forbidden(OPERATOR_USER)
         kube.stop()
+    assert not refused, "the operator's ServiceAccount was refused:\n" + "\n".join(refused)
+
+
+OPERATOR_USER = f"system:serviceaccount:{OPERATOR_NAMESPACE}:{OPERATOR_SERVICE_ACCOUNT}"
 
 
 def start_cluster(
