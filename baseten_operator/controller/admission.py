@@ -28,7 +28,8 @@ def admit(p: Pass) -> Pass:
     violation = policy.violation(p.spec, require_policy=tenancy.require_policy)
     if violation is not None:
         p.enter(FAILED, violation, EventReason.POLICY_VIOLATION)
-        raise AwaitChange()  # the Namespace watch brings it back when the policy changes
+        # The Namespace watch brings it back when the policy changes.
+        raise AwaitChange(stalled=True)
     ensure_owner(p, tenancy)
     if p.spec.effective_mode == Mode.PAUSE:
         return p  # no Baseten call to make: a missing key must not hide the pause
@@ -73,7 +74,7 @@ def with_namespace_client(p: Pass, key_missing: PassEnded | None = None) -> Pass
         api_key = tenancy.api_key(policy)
     except ApiKeyUnavailable as error:
         p.report(FAILED, str(error))
-        raise (key_missing or AwaitChange()) from error
+        raise (key_missing or AwaitChange(stalled=True)) from error
     pusher = p.deps.pusher
     team_client = client if isinstance(client, TeamScopedClient) else None
     if pusher is not None and (api_key is not None or team_client is not None):

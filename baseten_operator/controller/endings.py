@@ -5,11 +5,14 @@ A step ends the pass by raising; the reconciler then writes the status the pass 
 hands the runtime a `Result` (or lets an error through):
 
 - `RequeueAfter(seconds)`: done for now, look again after `seconds`.
-- `AwaitChange()`: done, nothing to do until the object, or something watched on its behalf
-  (its Namespace's policy, an API key Secret, another CR's claim), changes.
+- `AwaitChange(stalled=...)`: done, nothing to do until the object, or something watched on
+  its behalf (its Namespace's policy, an API key Secret, another CR's claim), changes.
 - `ReconcileError(message)`: failed, the status says why; requeued with the rate limiter's
   per-object backoff.
 - `runtime.controller.TerminalError(message)`: failed until the spec changes; not requeued.
+
+An ending that is `stalled` says the object cannot go on without a change (kstatus's
+`Stalled` condition, docs/contract.md section 2): a TerminalError always is.
 
 `ModelGone` is not an ending a step chooses: it is how a 404 on a call made with the cached
 model ID reaches the reconciler, which then invalidates the ID (section 3.15).
@@ -26,6 +29,9 @@ from baseten_operator.runtime.controller import ReportedError, Result
 class PassEnded(Exception, ABC):
     """The pass is done (not an error); `result` says when the object is looked at again."""
 
+    # Nothing will move on without a change (a person's, or to what is watched): Stalled.
+    stalled: bool = False
+
     @abstractmethod
     def result(self) -> Result: ...
 
@@ -33,9 +39,12 @@ class PassEnded(Exception, ABC):
 class RequeueAfter(PassEnded):
     """Done for now: look at the object again after `seconds` (> 0)."""
 
-    def __init__(self, seconds: float) -> None:
+    def __init__(self, seconds: float, *, stalled: bool = False) -> None:
         super().__init__(seconds)
         self.seconds = seconds
+        # Stalled yet looked at again: a change made outside Kubernetes (a build restarted
+        # in the Baseten UI, a duplicate model deleted) is only seen by looking.
+        self.stalled = stalled
 
     def result(self) -> Result:
         return Result(requeue_after=self.seconds)
@@ -43,7 +52,11 @@ class RequeueAfter(PassEnded):
 
 class AwaitChange(PassEnded):
     """Done: the object is not requeued; a change to it, or to what is watched for it,
-    brings it back."""
+    brings it back. `stalled` unless the wait is a person's choice (Pause)."""
+
+    def __init__(self, *, stalled: bool) -> None:
+        super().__init__()
+        self.stalled = stalled
 
     def result(self) -> Result:
         return Result()

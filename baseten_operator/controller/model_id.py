@@ -36,7 +36,7 @@ def resolve_model_id(p: Pass) -> str | None:
     except AmbiguousModelName as error:
         # Names are unique per team only: guessing could drive someone else's model.
         p.report(FAILED, str(error))
-        raise RequeueAfter(p.steady_period) from error
+        raise RequeueAfter(p.steady_period, stalled=True) from error
     except BasetenAPIError as error:
         # No ModelNotFound Warning: a failed lookup says nothing about whether it exists.
         message = messages.model_check_failed(name, error)

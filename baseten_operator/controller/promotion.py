@@ -137,7 +137,7 @@ def _fail_or_retry_candidate(p: Pass, model_id: str, ap: str, candidate: Deploym
                 EventReason.PROMOTION_FAILED,
                 messages.candidate_failed_event(candidate.name, status, exhausted=False),
             )
-        raise RequeueAfter(p.steady_period)
+        raise RequeueAfter(p.steady_period, stalled=True)
 
 
 # --- step 12 -----------------------------------------------------------------------------
@@ -257,7 +257,7 @@ def _validate_source(p: Pass, model_id: str, ap: str, source: str) -> Deployment
     if status == BUILD_STOPPED:
         # Stopped by a person: nothing to wait for unless the build is restarted in the
         # Baseten UI, which the steady period's look notices.
-        raise RequeueAfter(p.steady_period)
+        raise RequeueAfter(p.steady_period, stalled=True)
     raise RequeueAfter(timing.poll)
 
 

@@ -82,7 +82,7 @@ class BasetenModelReconciler:
             # The API server's schema should have refused it; never act on what it means.
             message = messages.invalid_spec(problems)
             report(writer.status, FAILED, message)
-            writer.write_outcome()
+            writer.write_outcome(stalled=True)
             raise TerminalError(message)
 
         if spec.effective_mode != Mode.PAUSE and not has_finalizer(obj):
@@ -94,10 +94,13 @@ class BasetenModelReconciler:
         try:
             self._run(p)
         except PassEnded as ending:
-            writer.write_outcome()
+            writer.write_outcome(stalled=ending.stalled)
             result = ending.result()
-        except (ReconcileError, TerminalError):
-            writer.write_outcome()
+        except ReconcileError:
+            writer.write_outcome(stalled=False)  # retried, rate-limited
+            raise
+        except TerminalError:
+            writer.write_outcome(stalled=True)
             raise
         except (RateLimited, StaleRead) as interrupted:
             result = _interrupted(interrupted)
@@ -132,7 +135,7 @@ class BasetenModelReconciler:
                 else:
                     finalize(p)
             except PassEnded as blocked:
-                writer.write_outcome()
+                writer.write_outcome(stalled=blocked.stalled)
                 return blocked.result()
             except (RateLimited, StaleRead) as interrupted:
                 return _interrupted(interrupted)
@@ -162,7 +165,8 @@ def _pause(p: Pass) -> NoReturn:
     p.report(PAUSED, messages.paused(p.status.message))
     if entering:
         p.event(EventReason.RECONCILIATION_PAUSED, messages.paused_event(p.spec.model_name))
-    raise AwaitChange()  # no Baseten call: the next spec change wakes it
+    # Not stalled: a person chose it, and nothing is wrong.
+    raise AwaitChange(stalled=False)  # no Baseten call: the next spec change wakes it
 
 
 def _reconcile(p: Pass) -> NoReturn:
