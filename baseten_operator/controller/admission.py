@@ -29,7 +29,7 @@ def admit(p: Pass) -> Pass:
     if violation is not None:
         p.enter(FAILED, violation, EventReason.POLICY_VIOLATION)
         # The Namespace watch brings it back when the policy changes.
-        raise AwaitChange(stalled=True)
+        raise AwaitChange()
     ensure_owner(p, tenancy)
     if p.spec.effective_mode == Mode.PAUSE:
         return p  # no Baseten call to make: a missing key must not hide the pause
@@ -74,7 +74,7 @@ def with_namespace_client(p: Pass, key_missing: PassEnded | None = None) -> Pass
         api_key = tenancy.api_key(policy)
     except ApiKeyUnavailable as error:
         p.report(FAILED, str(error))
-        raise (key_missing or AwaitChange(stalled=True)) from error
+        raise (key_missing or AwaitChange()) from error
     pusher = p.deps.pusher
     team_client = client if isinstance(client, TeamScopedClient) else None
     if pusher is not None and (api_key is not None or team_client is not None):

@@ -5,14 +5,15 @@ A step ends the pass by raising; the reconciler then writes the status the pass 
 hands the runtime a `Result` (or lets an error through):
 
 - `RequeueAfter(seconds)`: done for now, look again after `seconds`.
-- `AwaitChange(stalled=...)`: done, nothing to do until the object, or something watched on
-  its behalf (its Namespace's policy, an API key Secret, another CR's claim), changes.
+- `AwaitChange()`: done, nothing to do until the object, or something watched on its behalf
+  (its Namespace's policy, an API key Secret, another CR's claim), changes.
 - `ReconcileError(message)`: failed, the status says why; requeued with the rate limiter's
   per-object backoff.
 - `runtime.controller.TerminalError(message)`: failed until the spec changes; not requeued.
 
 An ending that is `stalled` says the object cannot go on without a change (kstatus's
-`Stalled` condition, docs/contract.md section 2): a TerminalError always is.
+`Stalled` condition, docs/contract.md section 2): an AwaitChange and a TerminalError always
+are.
 
 `ModelGone` is not an ending a step chooses: it is how a 404 on a call made with the cached
 model ID reaches the reconciler, which then invalidates the ID (section 3.15).
@@ -52,18 +53,22 @@ class RequeueAfter(PassEnded):
 
 class AwaitChange(PassEnded):
     """Done: the object is not requeued; a change to it, or to what is watched for it,
-    brings it back. `stalled` unless the wait is a person's choice (Pause)."""
+    brings it back. Stalled, a pause included: kstatus could only call a paused object
+    (Ready False) InProgress, which Flux would wait on until its timeout."""
 
-    def __init__(self, *, stalled: bool) -> None:
-        super().__init__()
-        self.stalled = stalled
+    stalled = True
 
     def result(self) -> Result:
         return Result()
 
 
 class ReconcileError(ReportedError):
-    """Ends the pass with an error its status already says: requeued rate-limited."""
+    """Ends the pass with an error its status already says: requeued rate-limited.
+    `stalled` when only a change elsewhere (a model created in Baseten) can end it."""
+
+    def __init__(self, message: str, *, stalled: bool = False) -> None:
+        super().__init__(message)
+        self.stalled = stalled
 
 
 class ModelGone(Exception):

@@ -111,7 +111,7 @@ def ensure_owner(p: Pass, tenancy: Tenancy) -> None:
         return
     message = messages.environment_conflict(p.env, p.spec.model_name, _key(owner))
     p.enter(CONFLICT, message, EventReason.ENVIRONMENT_CONFLICT)
-    raise AwaitChange(stalled=True)  # the claim watch wakes it when the owner goes or moves
+    raise AwaitChange()  # the claim watch wakes it when the owner goes or moves
 
 
 def ensure_not_shared(p: Pass, tenancy: Tenancy) -> None:

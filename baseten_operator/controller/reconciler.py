@@ -96,8 +96,8 @@ class BasetenModelReconciler:
         except PassEnded as ending:
             writer.write_outcome(stalled=ending.stalled)
             result = ending.result()
-        except ReconcileError:
-            writer.write_outcome(stalled=False)  # retried, rate-limited
+        except ReconcileError as error:
+            writer.write_outcome(stalled=error.stalled)
             raise
         except TerminalError:
             writer.write_outcome(stalled=True)
@@ -165,8 +165,7 @@ def _pause(p: Pass) -> NoReturn:
     p.report(PAUSED, messages.paused(p.status.message))
     if entering:
         p.event(EventReason.RECONCILIATION_PAUSED, messages.paused_event(p.spec.model_name))
-    # Not stalled: a person chose it, and nothing is wrong.
-    raise AwaitChange(stalled=False)  # no Baseten call: the next spec change wakes it
+    raise AwaitChange()  # no Baseten call: the next spec change wakes it
 
 
 def _reconcile(p: Pass) -> NoReturn:

@@ -27,7 +27,6 @@ from baseten_operator.api.constants import (
     CONDITION_READY,
     CONDITION_RECONCILING,
     CONDITION_STALLED,
-    PAUSED,
     PROGRESSING_STATUSES,
     READY_STATUSES,
 )
@@ -139,9 +138,8 @@ def with_conditions(
     truths = {
         CONDITION_READY: ready,
         CONDITION_PROGRESSING: word in PROGRESSING_STATUSES,
-        # Under way: any work, retry or wait that goes on by itself. A pause is a person's
-        # choice, not work: with neither condition kstatus calls it Current.
-        CONDITION_RECONCILING: not (ready or stalled or word == PAUSED),
+        # Under way: any work, retry or wait that goes on by itself.
+        CONDITION_RECONCILING: not (ready or stalled),
         CONDITION_STALLED: stalled,
     }
     rendered.conditions = [

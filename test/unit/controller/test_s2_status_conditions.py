@@ -74,15 +74,15 @@ def test_condition_table(h, word: str, ready: str, progressing: str) -> None:
     by_type = {c.type: c for c in rendered.conditions or []}
     assert by_type["Ready"].status == ready
     assert by_type["Progressing"].status == progressing
-    # Not stalled: whatever is not Ready goes on by itself, unless a person paused it.
-    reconciling = "True" if ready == "False" and word != "PAUSED" else "False"
+    # Not stalled: whatever is not Ready goes on by itself.
+    reconciling = "True" if ready == "False" else "False"
     assert (by_type["Reconciling"].status, by_type["Stalled"].status) == (reconciling, "False")
     for condition in by_type.values():
         assert (condition.reason, condition.message) == (word, "m")
         assert condition.observed_generation == 7
 
 
-@pytest.mark.parametrize("word", ["FAILED", "CONFLICT", "BUILD_STOPPED", "ACTIVE"])
+@pytest.mark.parametrize("word", ["FAILED", "CONFLICT", "BUILD_STOPPED", "PAUSED", "ACTIVE"])
 def test_a_stalled_pass_is_stalled_and_not_reconciling(word: str) -> None:
     from baseten_operator.api.types import BasetenModelStatus
     from baseten_operator.controller.status import with_conditions
