@@ -99,6 +99,17 @@ class Autoscaling(ApiModel):
     target_utilization_percentage: int | None = Field(
         default=None, ge=1, le=100, description="Target utilization, in percent (1-100)."
     )
+    # Bounds of Baseten's UpdateAutoscalingSettingsV1: 1..50 for the rate; the spec gives the
+    # token target none, and fewer than one token in flight means nothing.
+    target_in_flight_tokens: int | None = Field(
+        default=None, ge=1, description="Target in-flight tokens per replica (early access)."
+    )
+    max_scale_down_rate: int | None = Field(
+        default=None,
+        ge=1,
+        le=50,
+        description="Most replicas removed per autoscaling window, in percent (1-50).",
+    )
 
     @model_validator(mode="after")
     def _min_not_above_max(self) -> Autoscaling:
@@ -123,6 +134,10 @@ class RollingDeployConfig(ApiModel):
     )
     stabilization_time_seconds: int | None = Field(
         default=None, ge=0, description="Seconds to wait between rolling deploy stages."
+    )
+    # Baseten's spec bounds it no further than an integer; a negative overhead means nothing.
+    replica_overhead_percent: int | None = Field(
+        default=None, ge=0, description="Replica overhead during a rolling deploy, in percent."
     )
 
 
