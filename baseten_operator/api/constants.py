@@ -114,6 +114,10 @@ TERMINAL_FAILURES = RETRYABLE_FAILURES | {BUILD_STOPPED}
 
 CONDITION_READY = "Ready"
 CONDITION_PROGRESSING = "Progressing"
+# kstatus's conditions for custom resources (sigs.k8s.io/cli-utils/pkg/kstatus), which Flux
+# reads health with: work under way, and unable to go on without a change.
+CONDITION_RECONCILING = "Reconciling"
+CONDITION_STALLED = "Stalled"
 
 
 class EventReason(StrEnum):

@@ -99,6 +99,17 @@ class Autoscaling(ApiModel):
     target_utilization_percentage: int | None = Field(
         default=None, ge=1, le=100, description="Target utilization, in percent (1-100)."
     )
+    # Bounds of Baseten's UpdateAutoscalingSettingsV1: 1..50 for the rate; the spec gives the
+    # token target none, and fewer than one token in flight means nothing.
+    target_in_flight_tokens: int | None = Field(
+        default=None, ge=1, description="Target in-flight tokens per replica (early access)."
+    )
+    max_scale_down_rate: int | None = Field(
+        default=None,
+        ge=1,
+        le=50,
+        description="Most replicas removed per autoscaling window, in percent (1-50).",
+    )
 
     @model_validator(mode="after")
     def _min_not_above_max(self) -> Autoscaling:
@@ -123,6 +134,10 @@ class RollingDeployConfig(ApiModel):
     )
     stabilization_time_seconds: int | None = Field(
         default=None, ge=0, description="Seconds to wait between rolling deploy stages."
+    )
+    # Baseten's spec bounds it no further than an integer; a negative overhead means nothing.
+    replica_overhead_percent: int | None = Field(
+        default=None, ge=0, description="Replica overhead during a rolling deploy, in percent."
     )
 
 
@@ -473,23 +488,40 @@ class BasetenModelSpec(ApiModel):
 # --- status ----------------------------------------------------------------------------
 
 
+# metav1.Condition's schema (k8s.io/apimachinery/pkg/apis/meta/v1), which kstatus and
+# `kubectl wait --for=condition=` read: the same required fields, patterns and bounds.
+CONDITION_TYPE_PATTERN = (
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+    r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$"
+)
+CONDITION_REASON_PATTERN = r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$"
+
+
 class Condition(ApiModel):
     type: str = Field(
-        ..., max_length=SHORT_MAX, description="Condition type: Ready or Progressing."
+        ...,
+        max_length=316,
+        pattern=CONDITION_TYPE_PATTERN,
+        description="Ready, Progressing, Reconciling or Stalled.",
     )
     status: Literal["True", "False", "Unknown"] = Field(..., description="True, False, Unknown.")
     observed_generation: int | None = Field(
-        default=None, description="metadata.generation the condition was computed from."
+        default=None, ge=0, description="metadata.generation the condition was computed from."
     )
-    last_transition_time: str | None = Field(
-        max_length=TIME_MAX, default=None, description="When the status last flipped (RFC 3339)."
+    last_transition_time: str = Field(
+        ...,
+        max_length=TIME_MAX,
+        json_schema_extra={"format": "date-time"},
+        description="When the status last flipped (RFC 3339).",
     )
-    reason: str | None = Field(
-        max_length=NAME_MAX, default=None, description="The deploymentStatus."
+    reason: str = Field(
+        ...,
+        min_length=1,
+        max_length=1024,
+        pattern=CONDITION_REASON_PATTERN,
+        description="The deploymentStatus (Unknown when unset).",
     )
-    message: str | None = Field(
-        max_length=MESSAGE_MAX, default=None, description="The status message."
-    )
+    message: str = Field(..., max_length=32768, description="The status message.")
 
 
 class PromotionProgress(ApiModel):
@@ -587,7 +619,9 @@ class BasetenModelStatus(ApiModel):
     observed_generation: int | None = Field(
         default=None, description="metadata.generation last reconciled."
     )
-    conditions: list[Condition] | None = Field(default=None, description="Ready and Progressing.")
+    conditions: list[Condition] | None = Field(
+        default=None, description="Ready, Progressing, Reconciling and Stalled."
+    )
 
 
 class BasetenModel(ApiModel):

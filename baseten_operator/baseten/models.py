@@ -67,6 +67,7 @@ class RollingDeployConfigV1(ApiResponse):
     max_surge_percent: int | None = None
     max_unavailable_percent: int | None = None
     stabilization_time_seconds: int | None = None
+    replica_overhead_percent: int | None = None
 
 
 class PromotionSettingsV1(ApiResponse):

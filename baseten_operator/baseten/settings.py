@@ -51,6 +51,11 @@ AUTOSCALING_FIELDS = (
         ("scaleDownDelay", "scale_down_delay"),
     ),
     _Field("targetUtilizationPercentage", "target_utilization_percentage", "targetUtilization"),
+    # Not in the Go operator: named as the CR names them.
+    *_fields(
+        ("targetInFlightTokens", "target_in_flight_tokens"),
+        ("maxScaleDownRate", "max_scale_down_rate"),
+    ),
 )
 PROMOTION_FIELDS = _fields(
     ("redeployOnPromotion", "redeploy_on_promotion"),
@@ -66,6 +71,7 @@ ROLLING_DEPLOY_FIELDS = (
         ("maxSurgePercent", "max_surge_percent"),
         ("maxUnavailablePercent", "max_unavailable_percent"),
         ("stabilizationTimeSeconds", "stabilization_time_seconds"),
+        ("replicaOverheadPercent", "replica_overhead_percent"),  # not in the Go operator
     ),
 )
 ROLLING_DEPLOY_CONFIG = "rollingDeployConfig"

@@ -28,7 +28,8 @@ def admit(p: Pass) -> Pass:
     violation = policy.violation(p.spec, require_policy=tenancy.require_policy)
     if violation is not None:
         p.enter(FAILED, violation, EventReason.POLICY_VIOLATION)
-        raise AwaitChange()  # the Namespace watch brings it back when the policy changes
+        # The Namespace watch brings it back when the policy changes.
+        raise AwaitChange()
     ensure_owner(p, tenancy)
     if p.spec.effective_mode == Mode.PAUSE:
         return p  # no Baseten call to make: a missing key must not hide the pause

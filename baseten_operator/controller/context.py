@@ -104,6 +104,11 @@ class Pass:
         return f"{self.namespace}/{self.name}"
 
     @property
+    def steady_period(self) -> float:
+        """When this object is looked at again in steady state (jittered per object)."""
+        return self.deps.timing.steady_after(self.key)
+
+    @property
     def env(self) -> str:
         return self.spec.environment.name
 

@@ -11,6 +11,10 @@ hands the runtime a `Result` (or lets an error through):
   per-object backoff.
 - `runtime.controller.TerminalError(message)`: failed until the spec changes; not requeued.
 
+An ending that is `stalled` says the object cannot go on without a change (kstatus's
+`Stalled` condition, docs/contract.md section 2): an AwaitChange and a TerminalError always
+are.
+
 `ModelGone` is not an ending a step chooses: it is how a 404 on a call made with the cached
 model ID reaches the reconciler, which then invalidates the ID (section 3.15).
 """
@@ -26,6 +30,9 @@ from baseten_operator.runtime.controller import ReportedError, Result
 class PassEnded(Exception, ABC):
     """The pass is done (not an error); `result` says when the object is looked at again."""
 
+    # Nothing will move on without a change (a person's, or to what is watched): Stalled.
+    stalled: bool = False
+
     @abstractmethod
     def result(self) -> Result: ...
 
@@ -33,9 +40,12 @@ class PassEnded(Exception, ABC):
 class RequeueAfter(PassEnded):
     """Done for now: look at the object again after `seconds` (> 0)."""
 
-    def __init__(self, seconds: float) -> None:
+    def __init__(self, seconds: float, *, stalled: bool = False) -> None:
         super().__init__(seconds)
         self.seconds = seconds
+        # Stalled yet looked at again: a change made outside Kubernetes (a build restarted
+        # in the Baseten UI, a duplicate model deleted) is only seen by looking.
+        self.stalled = stalled
 
     def result(self) -> Result:
         return Result(requeue_after=self.seconds)
@@ -43,14 +53,22 @@ class RequeueAfter(PassEnded):
 
 class AwaitChange(PassEnded):
     """Done: the object is not requeued; a change to it, or to what is watched for it,
-    brings it back."""
+    brings it back. Stalled, a pause included: kstatus could only call a paused object
+    (Ready False) InProgress, which Flux would wait on until its timeout."""
+
+    stalled = True
 
     def result(self) -> Result:
         return Result()
 
 
 class ReconcileError(ReportedError):
-    """Ends the pass with an error its status already says: requeued rate-limited."""
+    """Ends the pass with an error its status already says: requeued rate-limited.
+    `stalled` when only a change elsewhere (a model created in Baseten) can end it."""
+
+    def __init__(self, message: str, *, stalled: bool = False) -> None:
+        super().__init__(message)
+        self.stalled = stalled
 
 
 class ModelGone(Exception):

@@ -36,7 +36,7 @@ def resolve_model_id(p: Pass) -> str | None:
     except AmbiguousModelName as error:
         # Names are unique per team only: guessing could drive someone else's model.
         p.report(FAILED, str(error))
-        raise RequeueAfter(p.deps.timing.steady) from error
+        raise RequeueAfter(p.steady_period, stalled=True) from error
     except BasetenAPIError as error:
         # No ModelNotFound Warning: a failed lookup says nothing about whether it exists.
         message = messages.model_check_failed(name, error)
@@ -55,13 +55,14 @@ def _model_missing(p: Pass) -> None:
         # deletion policy is meant to tear down with everything else.
         p.report(FAILED, messages.recreation_blocked(name, policy))
         p.event(EventReason.MODEL_NOT_FOUND, messages.recreation_blocked_event(name, policy))
-        raise RequeueAfter(p.deps.timing.recreation_blocked)
+        raise RequeueAfter(p.deps.timing.recreation_blocked, stalled=True)
     if p.spec.truss_config is not None:
         return  # the push creates the model
     message = messages.model_not_found(name)
     p.report(FAILED, message)
     p.event(EventReason.MODEL_NOT_FOUND, messages.model_not_found_event(name))
-    raise ReconcileError(message)
+    # Looked for again (rate-limited), but only someone creating it in Baseten ends this.
+    raise ReconcileError(message, stalled=True)
 
 
 def invalidate_model_id(p: Pass) -> NoReturn:

@@ -94,7 +94,7 @@ def _current_matches(
         # Failed closed: said in the status, and tried again on the next steady pass (the
         # same answer gives the same message, so steady passes still write nothing new).
         p.report(current.status, messages.orphan_cleanup_skipped(steady, skipped))
-    raise RequeueAfter(timing.steady)
+    raise RequeueAfter(p.steady_period)
 
 
 # --- step 11 -----------------------------------------------------------------------------
@@ -137,7 +137,7 @@ def _fail_or_retry_candidate(p: Pass, model_id: str, ap: str, candidate: Deploym
                 EventReason.PROMOTION_FAILED,
                 messages.candidate_failed_event(candidate.name, status, exhausted=False),
             )
-        raise RequeueAfter(p.deps.timing.steady)
+        raise RequeueAfter(p.steady_period, stalled=True)
 
 
 # --- step 12 -----------------------------------------------------------------------------
@@ -257,7 +257,7 @@ def _validate_source(p: Pass, model_id: str, ap: str, source: str) -> Deployment
     if status == BUILD_STOPPED:
         # Stopped by a person: nothing to wait for unless the build is restarted in the
         # Baseten UI, which the steady period's look notices.
-        raise RequeueAfter(timing.steady)
+        raise RequeueAfter(p.steady_period, stalled=True)
     raise RequeueAfter(timing.poll)
 
 

@@ -82,7 +82,7 @@ class BasetenModelReconciler:
             # The API server's schema should have refused it; never act on what it means.
             message = messages.invalid_spec(problems)
             report(writer.status, FAILED, message)
-            writer.write_outcome()
+            writer.write_outcome(stalled=True)
             raise TerminalError(message)
 
         if spec.effective_mode != Mode.PAUSE and not has_finalizer(obj):
@@ -94,10 +94,13 @@ class BasetenModelReconciler:
         try:
             self._run(p)
         except PassEnded as ending:
-            writer.write_outcome()
+            writer.write_outcome(stalled=ending.stalled)
             result = ending.result()
-        except (ReconcileError, TerminalError):
-            writer.write_outcome()
+        except ReconcileError as error:
+            writer.write_outcome(stalled=error.stalled)
+            raise
+        except TerminalError:
+            writer.write_outcome(stalled=True)
             raise
         except (RateLimited, StaleRead) as interrupted:
             result = _interrupted(interrupted)
@@ -132,7 +135,7 @@ class BasetenModelReconciler:
                 else:
                     finalize(p)
             except PassEnded as blocked:
-                writer.write_outcome()
+                writer.write_outcome(stalled=blocked.stalled)
                 return blocked.result()
             except (RateLimited, StaleRead) as interrupted:
                 return _interrupted(interrupted)

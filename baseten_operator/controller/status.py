@@ -16,6 +16,7 @@ made.
 from __future__ import annotations
 
 import copy
+import re
 from typing import Any, Literal
 
 import structlog
@@ -24,10 +25,17 @@ from baseten_operator.api.constants import (
     BASETENMODELS,
     CONDITION_PROGRESSING,
     CONDITION_READY,
+    CONDITION_RECONCILING,
+    CONDITION_STALLED,
     PROGRESSING_STATUSES,
     READY_STATUSES,
 )
-from baseten_operator.api.types import BasetenModelStatus, Condition, to_wire
+from baseten_operator.api.types import (
+    CONDITION_REASON_PATTERN,
+    BasetenModelStatus,
+    Condition,
+    to_wire,
+)
 from baseten_operator.controller.ports import KubeAPI
 from baseten_operator.runtime.clock import Clock, rfc3339
 from baseten_operator.runtime.errors import Conflict, NotFound
@@ -101,38 +109,42 @@ def condition(
         status=value,
         observed_generation=generation,
         last_transition_time=previous.last_transition_time if previous and unchanged else now,
-        reason=status.deployment_status or "Unknown",
+        reason=_reason(status.deployment_status),
         message=status.message or "",
     )
 
 
+def _reason(word: str | None) -> str:
+    """The deploymentStatus as a condition reason; Unknown when unset, or when a word
+    Baseten made up does not fit metav1.Condition's reason pattern (the API server would
+    refuse the whole status)."""
+    if word and re.fullmatch(CONDITION_REASON_PATTERN, word):
+        return word
+    return "Unknown"
+
+
 def with_conditions(
-    status: BasetenModelStatus, generation: int | None, now: str
+    status: BasetenModelStatus, generation: int | None, now: str, *, stalled: bool
 ) -> BasetenModelStatus:
-    """Ready and Progressing derived from deploymentStatus (section 2)."""
+    """Ready and Progressing from deploymentStatus; Reconciling and Stalled, kstatus's
+    conditions (Flux reads health with it), from how the pass ended too (section 2)."""
     previous = {c.type: c for c in status.conditions or []}
     word = status.deployment_status
     # Shallow: the rendering only replaces these two fields and is otherwise read, never
     # changed; a deep copy was most of a steady pass's status work.
     rendered = status.model_copy()
     rendered.observed_generation = generation
+    ready = word in READY_STATUSES
+    truths = {
+        CONDITION_READY: ready,
+        CONDITION_PROGRESSING: word in PROGRESSING_STATUSES,
+        # Under way: any work, retry or wait that goes on by itself.
+        CONDITION_RECONCILING: not (ready or stalled),
+        CONDITION_STALLED: stalled,
+    }
     rendered.conditions = [
-        condition(
-            CONDITION_READY,
-            word in READY_STATUSES,
-            status,
-            generation,
-            previous.get(CONDITION_READY),
-            now,
-        ),
-        condition(
-            CONDITION_PROGRESSING,
-            word in PROGRESSING_STATUSES,
-            status,
-            generation,
-            previous.get(CONDITION_PROGRESSING),
-            now,
-        ),
+        condition(type_, is_true, status, generation, previous.get(type_), now)
+        for type_, is_true in truths.items()
     ]
     return rendered
 
@@ -162,15 +174,18 @@ class StatusWriter:
         an unchanged write, which is otherwise a no-op (same resourceVersion, no watch
         event). StaleRead when the object changed, or is gone, since this pass read it.
         """
-        self._persist(intent=True)
+        # Not stalled: the pass goes on to the call this intent precedes.
+        self._persist(intent=True, stalled=False)
 
-    def write_outcome(self) -> None:
+    def write_outcome(self, *, stalled: bool) -> None:
         """Persist what the pass decided, if anything changed, merged onto the stored object
-        if it moved on."""
-        self._persist(intent=False)
+        if it moved on. `stalled`: the pass ended unable to go on without a change."""
+        self._persist(intent=False, stalled=stalled)
 
-    def _persist(self, *, intent: bool) -> None:
-        complete = with_conditions(self.status, self.generation, rfc3339(self._clock))
+    def _persist(self, *, intent: bool, stalled: bool) -> None:
+        complete = with_conditions(
+            self.status, self.generation, rfc3339(self._clock), stalled=stalled
+        )
         rendered = to_wire(complete)
         if rendered == self._stored and not intent:
             return

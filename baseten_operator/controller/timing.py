@@ -8,6 +8,7 @@ faster under a small --time-scale, so it lives unscaled with the pusher
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from dataclasses import dataclass
 
 MINUTE = 60.0
@@ -18,6 +19,10 @@ DAY = 24 * HOUR
 @dataclass(frozen=True)
 class Timing:
     steady: float = 5 * MINUTE
+    # Each object's steady period is longer by up to this fraction of it, fixed per object
+    # (steady_after): after a restart every object converges within seconds, and without it
+    # their re-checks would fall due together every period, a burst of Baseten reads.
+    steady_jitter: float = 0.1
     # Promotion in progress, waiting for a source, and the poll after a retry.
     poll: float = 30.0
     # After an environment create or a settings PATCH (applied asynchronously).
@@ -48,7 +53,7 @@ class Timing:
         scaled = {
             field.name: getattr(base, field.name) * time_scale
             for field in dataclasses.fields(cls)
-            if field.name not in ("retry_jitter", "scale")
+            if field.name not in ("retry_jitter", "steady_jitter", "scale")
         }
         return cls(**scaled, scale=time_scale)
 
@@ -61,9 +66,22 @@ class Timing:
         delay = min(self.retry_base * (2**exponent), self.retry_cap)
         return delay * (1 + self.retry_jitter * jitter_fraction)
 
+    def steady_after(self, key: str) -> float:
+        """The steady re-check of the object `key` (namespace/name): within
+        [steady, steady * (1 + steady_jitter)), the same for a key on every pass and spread
+        evenly across keys, so the periods of N objects drift apart and their reads even out."""
+        return self.steady * (1 + self.steady_jitter * key_fraction(key))
+
     def nominal(self, seconds: float) -> float:
         """A scaled duration expressed in unscaled time, for messages."""
         return seconds / self.scale
+
+
+def key_fraction(key: str) -> float:
+    """A fraction in [0, 1) fixed by `key` and uniform across keys (not Python's hash(),
+    which is salted per process: a restarted operator must keep each object's period)."""
+    digest = hashlib.sha256(key.encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64
 
 
 def go_duration(seconds: float) -> str:

@@ -247,6 +247,23 @@ class Bench:
             if entry["path"].startswith("/v1/") and since <= entry["time"] <= until
         )
 
+    def steady_read_burst(self, since: float, until: float) -> float | None:
+        """The share of steady Baseten reads falling in the busiest tenth of the period, the
+        times folded onto one period: 10% when the reads are even, 100% for one burst."""
+        phases = [
+            ((entry["time"] - since) % self.period) / self.period
+            for entry in self.stack.control("request_log")
+            if entry["path"].startswith("/v1/")
+            and entry["method"] == "GET"
+            and since <= entry["time"] <= until
+        ]
+        if not phases:
+            return None
+        tenths = [0] * 10
+        for phase in phases:
+            tenths[min(int(phase * 10), 9)] += 1
+        return 100 * max(tenths) / len(phases)
+
     # -- phases ---------------------------------------------------------------------------
 
     def warmup(self) -> None:
@@ -311,6 +328,7 @@ class Bench:
         self.figures.update(
             {
                 "steady Baseten calls/CR/period": self.baseten_calls(t0, t1) / per,
+                "steady reads in busiest tenth of period": self.steady_read_burst(t0, t1),
                 "steady K8s writes/CR/period": (crs + events) / per,
                 "steady operator CPU/period": (cpu1["operator"] - cpu0["operator"])
                 / self.args.steady_periods,
@@ -424,6 +442,8 @@ ROWS = [
     ("operator CPU to Ready", "s"),
     ("emulator CPU to Ready", "s"),
     ("steady Baseten calls/CR/period", ""),
+    # Not a side-by-side row: how evenly the steady re-checks spread (10% is even).
+    ("steady reads in busiest tenth of period", "%"),
     ("steady K8s writes/CR/period", ""),
     ("steady operator CPU/period", "s"),
     ("spec->Baseten PATCH p50", "ms"),

@@ -56,7 +56,12 @@ def test_a_second_claimant_conflicts_and_takes_over_when_the_owner_goes(stack: S
     obj = stack.wait_status(rival_ns, "rival", word_is("CONFLICT"), what="CONFLICT")
     assert obj["status"]["message"] == conflict
     conditions = {c["type"]: c["status"] for c in obj["status"]["conditions"]}
-    assert conditions == {"Ready": "False", "Progressing": "False"}
+    assert conditions == {
+        "Ready": "False",
+        "Progressing": "False",
+        "Reconciling": "False",
+        "Stalled": "True",
+    }
     event = stack.wait_event(rival_ns, "rival", "EnvironmentConflict")
     assert (event["type"], event["message"]) == ("Warning", conflict)
     assert stack.sim.writes_for_model(model_id) == writes_before  # the rival called nothing

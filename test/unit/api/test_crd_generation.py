@@ -457,7 +457,13 @@ def test_wrong_types_are_rejected(
 def test_status_conditions_are_keyed_by_type(
     openapi_schema: dict[str, Any], complete_example: dict[str, Any]
 ) -> None:
-    ready = {"type": "Ready", "status": "True", "reason": "ACTIVE", "message": "m"}
+    ready = {
+        "type": "Ready",
+        "status": "True",
+        "reason": "ACTIVE",
+        "message": "m",
+        "lastTransitionTime": "2026-01-01T00:00:00Z",
+    }
     complete_example["status"] = {"conditions": [ready, {**ready, "status": "False"}]}
     causes = admit(openapi_schema, complete_example)
     assert [(c["reason"], c["field"]) for c in causes] == [

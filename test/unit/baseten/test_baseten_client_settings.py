@@ -24,6 +24,8 @@ FULL_AUTOSCALING = {
     "autoscalingWindow": 120,
     "scaleDownDelay": 300,
     "targetUtilizationPercentage": 80,
+    "targetInFlightTokens": 40000,
+    "maxScaleDownRate": 20,
 }
 FULL_PROMOTION = {
     "scaleDownPreviousDeployment": False,
@@ -38,6 +40,7 @@ FULL_PROMOTION = {
         "maxSurgePercent": 50,
         "maxUnavailablePercent": 10,
         "stabilizationTimeSeconds": 60,
+        "replicaOverheadPercent": 10,
     },
 }
 FULL_SPEC = {"autoscaling": FULL_AUTOSCALING, "promotionSettings": FULL_PROMOTION}
@@ -60,6 +63,8 @@ MATCHING_ENV = environment(
         "autoscaling_window": 120,
         "scale_down_delay": 300,
         "target_utilization_percentage": 80,
+        "target_in_flight_tokens": 40000,
+        "max_scale_down_rate": 20,
     },
     {
         "redeploy_on_promotion": True,
@@ -72,6 +77,7 @@ MATCHING_ENV = environment(
             "max_surge_percent": 50,
             "max_unavailable_percent": 10,
             "stabilization_time_seconds": 60,
+            "replica_overhead_percent": 10,
         },
     },
 )
@@ -85,6 +91,8 @@ def test_autoscaling_payload_maps_every_field() -> None:
         "autoscaling_window": 120,
         "scale_down_delay": 300,
         "target_utilization_percentage": 80,
+        "target_in_flight_tokens": 40000,
+        "max_scale_down_rate": 20,
     }
 
 
@@ -105,6 +113,7 @@ def test_promotion_payload_maps_every_environment_field_and_drops_promote_flags(
             "max_surge_percent": 50,
             "max_unavailable_percent": 10,
             "stabilization_time_seconds": 60,
+            "replica_overhead_percent": 10,
         },
     }
 
@@ -135,6 +144,8 @@ def test_every_field_drifts_in_the_documented_order() -> None:
         "autoscalingWindow",
         "scaleDownDelay",
         "targetUtilization",
+        "targetInFlightTokens",
+        "maxScaleDownRate",
     ]
     assert [c.field for c in drift.promotion] == [
         "redeployOnPromotion",
@@ -146,6 +157,7 @@ def test_every_field_drifts_in_the_documented_order() -> None:
         "maxSurgePercent",
         "maxUnavailablePercent",
         "stabilizationTimeSeconds",
+        "replicaOverheadPercent",
     ]
     assert drift
     assert drift.changes == [*drift.autoscaling, *drift.promotion]

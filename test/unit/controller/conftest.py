@@ -623,6 +623,10 @@ class Harness:
             self.writes = len(self.kube.status_writes) - writes_before
             self.events = self.recorder.events[events_before:]
 
+    def steady_period(self, name: str = NAME, namespace: str = NAMESPACE) -> float:
+        """The steady re-check of that object (jittered per object, section 9)."""
+        return self.timing.steady_after(f"{namespace}/{name}")
+
     def reasons(self) -> list[str]:
         return [reason for _, reason, _ in self.events]
 

@@ -70,12 +70,40 @@ def test_condition_table(h, word: str, ready: str, progressing: str) -> None:
     from baseten_operator.controller.status import with_conditions
 
     status = BasetenModelStatus(deployment_status=word, message="m")
-    rendered = with_conditions(status, 7, "2026-01-01T00:00:00Z")
+    rendered = with_conditions(status, 7, "2026-01-01T00:00:00Z", stalled=False)
     by_type = {c.type: c for c in rendered.conditions or []}
     assert by_type["Ready"].status == ready
     assert by_type["Progressing"].status == progressing
-    assert by_type["Ready"].reason == word
-    assert by_type["Ready"].observed_generation == 7
+    # Not stalled: whatever is not Ready goes on by itself.
+    reconciling = "True" if ready == "False" else "False"
+    assert (by_type["Reconciling"].status, by_type["Stalled"].status) == (reconciling, "False")
+    for condition in by_type.values():
+        assert (condition.reason, condition.message) == (word, "m")
+        assert condition.observed_generation == 7
+
+
+@pytest.mark.parametrize("word", ["FAILED", "CONFLICT", "BUILD_STOPPED", "PAUSED", "ACTIVE"])
+def test_a_stalled_pass_is_stalled_and_not_reconciling(word: str) -> None:
+    from baseten_operator.api.types import BasetenModelStatus
+    from baseten_operator.controller.status import with_conditions
+
+    status = BasetenModelStatus(deployment_status=word, message="m")
+    rendered = with_conditions(status, 7, "2026-01-01T00:00:00Z", stalled=True)
+    by_type = {c.type: (c.status, c.reason, c.message) for c in rendered.conditions or []}
+    assert by_type["Stalled"] == ("True", word, "m")
+    assert by_type["Reconciling"] == ("False", word, "m")
+
+
+@pytest.mark.parametrize("word", [None, "", "BUILD-FAILED", "failed: 500"])
+def test_a_word_that_is_no_condition_reason_is_unknown(word: str | None) -> None:
+    # metav1.Condition's reason pattern: the API server would refuse the whole status.
+    from baseten_operator.api.types import BasetenModelStatus
+    from baseten_operator.controller.status import with_conditions
+
+    status = BasetenModelStatus(deployment_status=word)
+    rendered = with_conditions(status, 1, "2026-01-01T00:00:00Z", stalled=False)
+    assert {c.reason for c in rendered.conditions or []} == {"Unknown"}
+    assert {c.message for c in rendered.conditions or []} == {""}
 
 
 def test_second_identical_pass_writes_nothing_and_emits_nothing(h) -> None:

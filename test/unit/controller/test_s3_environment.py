@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from baseten_operator.baseten.errors import BasetenAPIError
+from baseten_operator.baseten.models import PromotionSettingsV1, RollingDeployConfigV1
 
 AUTOSCALING = {"minReplicas": 2, "maxReplicas": 20}
 STEADY = "active: src (3 replicas, min:1 max:5) in production environment"
@@ -157,3 +158,83 @@ def test_drift_counts_in_metrics(h) -> None:
     h.create(spec(autoscaling={"minReplicas": 2}))
     h.run()
     assert counter._value.get() == before + 1
+
+
+# The settings no Go operator managed: drift-reconciled with their groups, named as the CR
+# names them.
+NEW_AUTOSCALING = {"minReplicas": 1, "targetInFlightTokens": 40000, "maxScaleDownRate": 20}
+NEW_ROLLING = {"rollingDeployConfig": {"replicaOverheadPercent": 10}}
+
+
+def test_new_autoscaling_settings_drift_in_the_autoscaling_patch(h) -> None:
+    h.steady_world(
+        autoscaling={
+            "min_replica": 1,
+            "max_replica": 5,
+            "target_in_flight_tokens": 30000,
+            "max_scale_down_rate": 20,
+        }
+    )
+    h.create(spec(autoscaling=NEW_AUTOSCALING))
+    assert h.run().requeue_after == 10
+    # The whole group goes, as for the other autoscaling fields.
+    assert h.baseten.called("update_environment") == [
+        (
+            "m1",
+            "production",
+            {"min_replica": 1, "target_in_flight_tokens": 40000, "max_scale_down_rate": 20},
+            None,
+            None,
+        )
+    ]
+    assert h.event("AutoscalingUpdated") == (
+        "Normal",
+        "updating autoscaling: targetInFlightTokens 30000→40000",
+    )
+    assert h.message() == f"{STEADY} | updating settings: targetInFlightTokens 30000→40000"
+
+
+def test_a_scale_down_rate_baseten_does_not_report_is_drift(h) -> None:
+    # Baseten answers null until one is set: counted as 0, so the spec's value is sent.
+    h.steady_world(autoscaling={"min_replica": 1, "max_replica": 5})
+    h.create(spec(autoscaling={"maxScaleDownRate": 20}))
+    h.run()
+    assert h.baseten.called("update_environment")[0][2] == {"max_scale_down_rate": 20}
+    assert h.event("AutoscalingUpdated")[1] == "updating autoscaling: maxScaleDownRate 0→20"
+
+
+def test_replica_overhead_drifts_in_the_promotion_patch(h) -> None:
+    h.steady_world()
+    h.baseten.environments[("m1", "production")].promotion_settings = PromotionSettingsV1(
+        rolling_deploy_config=RollingDeployConfigV1(
+            rolling_deploy_strategy="REPLICA", replica_overhead_percent=0
+        )
+    )
+    h.create(spec(promotionSettings=NEW_ROLLING))
+    h.run()
+    assert h.baseten.called("update_environment") == [
+        (
+            "m1",
+            "production",
+            None,
+            {"rolling_deploy_config": {"replica_overhead_percent": 10}},
+            None,
+        )
+    ]
+    assert h.event("PromotionSettingsUpdated") == (
+        "Normal",
+        "updating promotion settings: replicaOverheadPercent 0→10",
+    )
+
+
+def test_new_settings_in_sync_are_not_patched(h) -> None:
+    h.steady_world(
+        autoscaling={"min_replica": 1, "target_in_flight_tokens": 40000, "max_scale_down_rate": 20}
+    )
+    h.baseten.environments[("m1", "production")].promotion_settings = PromotionSettingsV1(
+        rolling_deploy_config=RollingDeployConfigV1(replica_overhead_percent=10)
+    )
+    h.create(spec(autoscaling=NEW_AUTOSCALING, promotionSettings=NEW_ROLLING))
+    assert h.run().requeue_after == h.steady_period()
+    assert h.baseten.called("update_environment") == []
+    assert h.word() == "ACTIVE"

@@ -103,7 +103,7 @@ def test_ambiguous_name_lists_ids_and_does_not_guess(h) -> None:
     h.create()
     h.baseten.ambiguous = ["m1", "m2"]
     result = h.run()
-    assert result.requeue_after == 300
+    assert result.requeue_after == h.steady_period()
     assert h.word() == "FAILED"
     assert h.message() == "model name 'my-llm' is ambiguous: 2 models have that name (ids: m1, m2)"
     assert [c[0] for c in h.baseten.calls] == ["find_model"]

@@ -27,7 +27,7 @@ def world(h, *, source_status: str | None = "ACTIVE", candidate=None):
 def test_steady_state(h) -> None:
     h.steady_world()
     h.create()
-    assert h.run().requeue_after == 300
+    assert h.run().requeue_after == h.steady_period()
     assert h.word() == "ACTIVE"
     assert h.message() == "active: src (3 replicas, min:1 max:5) in production environment"
     assert h.status()["activeDeploymentName"] == "src"
@@ -128,7 +128,7 @@ def test_candidate_build_stopped_is_never_retried_but_looked_at_every_steady_per
     candidate = h.baseten.add_deployment(name="src", status="BUILD_STOPPED")
     h.baseten.add_environment(candidate=candidate)
     h.create()
-    assert h.run() == Result(requeue_after=h.timing.steady)
+    assert h.run() == Result(requeue_after=h.steady_period())
     assert h.word() == "BUILD_STOPPED"
     assert h.message() == "candidate src failed: BUILD_STOPPED"
     assert h.event("PromotionFailed") == (
@@ -137,8 +137,8 @@ def test_candidate_build_stopped_is_never_retried_but_looked_at_every_steady_per
     )
     assert h.baseten.called("retry_deployment") == []
     # Still stopped a steady period later: nothing new to say or write, still no retry.
-    h.clock.advance(h.timing.steady)
-    assert h.run() == Result(requeue_after=h.timing.steady)
+    h.clock.advance(h.steady_period())
+    assert h.run() == Result(requeue_after=h.steady_period())
     assert (h.writes, h.events) == (0, [])
     assert h.baseten.writes == []
     # Someone restarts the build in the Baseten UI: the next look sees it.
@@ -266,13 +266,13 @@ def test_source_build_stopped_is_never_retried_but_looked_at_every_steady_period
     _, source = world(h, source_status="BUILD_STOPPED")
     assert source is not None
     h.create()
-    assert h.run() == Result(requeue_after=h.timing.steady)
+    assert h.run() == Result(requeue_after=h.steady_period())
     assert h.word() == "BUILD_STOPPED"
     assert h.message() == f"{AP}waiting to promote: source deployment src has status BUILD_STOPPED"
     assert h.baseten.writes == []
     # Someone restarts the build in the Baseten UI: the next look sees it.
     h.baseten.deployments["m1"][1] = source.model_copy(update={"status": "BUILDING"})
-    h.clock.advance(h.timing.steady)
+    h.clock.advance(h.steady_period())
     assert h.run() == Result(requeue_after=h.timing.poll)
     assert h.message() == f"{AP}waiting to promote: source deployment src is BUILDING"
 

@@ -49,7 +49,7 @@ def cancellations(result: str) -> float:
 def test_a_revert_cancels_the_promotion_and_stays_on_the_deployment_serving(h) -> None:
     ramping_bad(h)
     before = cancellations("CANCELED")
-    assert h.run().requeue_after == 300
+    assert h.run().requeue_after == h.steady_period()
     assert h.baseten.called("cancel_promotion") == [("m1", "production")]
     assert h.baseten.called("promote") == []
     assert h.word() == "ACTIVE"

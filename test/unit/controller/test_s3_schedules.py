@@ -156,7 +156,7 @@ def test_every_drifted_group_goes_in_one_patch_and_the_changes_are_counted_over_
 def test_schedules_in_sync_are_not_patched(h) -> None:
     h.steady_world(schedules=collection(OVERNIGHT_API))
     h.create(spec(autoscalingSchedule={"timezone": "UTC", "schedules": [OVERNIGHT]}))
-    assert h.run().requeue_after == h.timing.steady
+    assert h.run().requeue_after == h.steady_period()
     assert patches(h) == []
     assert (h.word(), h.message()) == ("ACTIVE", STEADY)
 

@@ -231,3 +231,18 @@ def test_flip_to_reconcile_acts(h) -> None:
     h.edit(lambda obj: obj["spec"].__setitem__("mode", "Reconcile"))
     h.run()
     assert len(h.baseten.called("promote")) == 1
+
+
+def test_drift_of_the_newer_settings_is_reported_by_their_names(o) -> None:
+    o.steady_world(autoscaling={"min_replica": 1, "max_replica": 5, "max_scale_down_rate": 50})
+    o.create(
+        observe_spec(
+            autoscaling={"targetInFlightTokens": 40000, "maxScaleDownRate": 20},
+            promotionSettings={"rollingDeployConfig": {"replicaOverheadPercent": 10}},
+        )
+    )
+    o.run()
+    assert o.message() == (
+        f"{STEADY} | drift: targetInFlightTokens 40000→0, maxScaleDownRate 20→50, "
+        "replicaOverheadPercent 10→; awaiting reconciliation"
+    )

@@ -95,7 +95,7 @@ def test_a_skipped_cleanup_says_why_in_the_steady_status_and_requeues_as_steady(
     h.baseten.environments[("m1", "staging")] = EnvironmentV1.model_validate(
         {"name": "staging", "model_id": "m1", "autoscaling_settings": {"min_replica": 0}}
     )
-    assert h.run() == Result(requeue_after=h.timing.steady)
+    assert h.run() == Result(requeue_after=h.steady_period())
     assert h.word() == "ACTIVE"
     assert h.message() == (
         f"{STEADY} | orphan cleanup skipped: what environment staging serves is unknown "
@@ -103,15 +103,15 @@ def test_a_skipped_cleanup_says_why_in_the_steady_status_and_requeues_as_steady(
     )
     assert h.events == []
     # The next steady pass tries again, gets the same answer and has nothing new to write.
-    h.clock.advance(h.timing.steady)
-    assert h.run() == Result(requeue_after=h.timing.steady)
+    h.clock.advance(h.steady_period())
+    assert h.run() == Result(requeue_after=h.steady_period())
     assert h.writes == 0
     assert cleaned(h) == set()
     # Once Baseten's answer is complete, the cleanup runs and the message is steady again.
     h.baseten.environments[("m1", "staging")] = EnvironmentV1.model_validate(
         {"name": "staging", "model_id": "m1", "current_deployment": None}
     )
-    h.clock.advance(h.timing.steady)
+    h.clock.advance(h.steady_period())
     h.run()
     assert cleaned(h) == {"id-old"}
     assert h.message() == STEADY

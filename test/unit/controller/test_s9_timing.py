@@ -25,10 +25,11 @@ def test_defaults() -> None:
 def test_every_delay_is_scaled() -> None:
     base, scaled = Timing(), Timing.scaled(0.01)
     for field in dataclasses.fields(Timing):
-        if field.name in ("retry_jitter", "scale"):
+        if field.name in ("retry_jitter", "steady_jitter", "scale"):
             continue
         assert getattr(scaled, field.name) == pytest.approx(getattr(base, field.name) * 0.01)
-    assert scaled.retry_jitter == 0.5
+    # Fractions of a delay, not delays.
+    assert (scaled.retry_jitter, scaled.steady_jitter) == (0.5, 0.1)
     assert go_duration(scaled.nominal(scaled.retry_deadline)) == "2h0m0s"
 
 
@@ -65,4 +66,49 @@ def test_scaled_reconciler_requeues(h) -> None:
     h.steady_world()
     h.create()
     result = h.reconciler.reconcile(Request("default", "my-model"))
-    assert result.requeue_after == pytest.approx(3.0)
+    assert result.requeue_after == pytest.approx(Timing().steady_after("default/my-model") * 0.01)
+    assert 3.0 <= result.requeue_after < 3.3
+
+
+KEYS = [f"ns-{i % 7}/model-{i:04d}" for i in range(1000)]
+
+
+def test_the_steady_period_is_fixed_per_object() -> None:
+    # Per object, not per pass: a restarted operator (another process) keeps each period.
+    t = Timing()
+    assert [t.steady_after(key) for key in KEYS] == [t.steady_after(key) for key in KEYS]
+    assert t.steady_after("a/b") != t.steady_after("b/a")
+
+
+def test_the_steady_period_is_within_ten_percent_above_five_minutes() -> None:
+    periods = [Timing().steady_after(key) for key in KEYS]
+    assert all(300 <= period < 330 for period in periods)
+
+
+def test_steady_periods_spread_evenly_across_objects() -> None:
+    # 1,000 objects over the 30 s jitter window: ten 3 s buckets of about 100 each.
+    buckets = [0] * 10
+    for key in KEYS:
+        buckets[int((Timing().steady_after(key) - 300) / 3)] += 1
+    assert min(buckets) >= 70 and max(buckets) <= 130
+
+
+def test_steady_reads_even_out_over_later_periods() -> None:
+    # Every object converged at 0 (a restart): the k-th re-check of each falls at
+    # k * its period, so after ten periods the reads cover a whole period, not a burst.
+    t = Timing()
+    tenth = [(10 * t.steady_after(key)) % t.steady for key in KEYS]
+    minutes = [0] * 5
+    for offset in tenth:
+        minutes[int(offset // 60)] += 1
+    assert min(minutes) >= 150 and max(minutes) <= 250
+
+
+def test_the_pass_requeues_at_its_own_steady_period(h) -> None:
+    h.steady_world()
+    h.create(name="alpha")
+    period = h.run(name="alpha").requeue_after
+    assert period == Timing().steady_after("default/alpha") != Timing().steady
+    # The next pass, a period later by the fake clock, asks for the same period again.
+    h.clock.advance(period)
+    assert h.run(name="alpha").requeue_after == period

@@ -33,7 +33,12 @@ def test_the_younger_claimant_stands_down_without_calling_baseten(h) -> None:
     status = h.status("rival", "team-b")
     assert status["deploymentStatus"] == "CONFLICT"
     assert status["message"] == CONFLICT_TEXT
-    assert conditions(h, "rival", "team-b") == {"Ready": "False", "Progressing": "False"}
+    assert conditions(h, "rival", "team-b") == {
+        "Ready": "False",
+        "Progressing": "False",
+        "Reconciling": "False",
+        "Stalled": "True",  # until the owner goes or moves
+    }
     assert h.event("EnvironmentConflict") == ("Warning", CONFLICT_TEXT)
 
 

@@ -260,6 +260,38 @@ def test_schedule_drift_is_planned_as_the_one_update_the_pass_would_send() -> No
     )
 
 
+def test_the_newer_settings_are_planned_in_their_groups_update() -> None:
+    class Drifted(Baseten):
+        def get_environment(self, model_id: str, env_name: str) -> EnvironmentV1:
+            return EnvironmentV1(
+                name=env_name,
+                current_deployment=self.v1,
+                autoscaling_settings={"min_replica": 1, "max_scale_down_rate": 50},
+                promotion_settings={"rolling_deploy_config": {"replica_overhead_percent": 0}},
+            )
+
+    obj = cr(source="v1")
+    obj["spec"]["environment"] |= {
+        "autoscaling": {"targetInFlightTokens": 40000, "maxScaleDownRate": 20},
+        "promotionSettings": {"rollingDeployConfig": {"replicaOverheadPercent": 10}},
+    }
+    (update,) = plan(obj, Drifted()).actions
+    assert update == UpdateEnvironment(
+        "production",
+        [
+            SettingChange("targetInFlightTokens", 0, 40000),
+            SettingChange("maxScaleDownRate", 50, 20),
+            SettingChange("replicaOverheadPercent", 0, 10),
+        ],
+        {"target_in_flight_tokens": 40000, "max_scale_down_rate": 20},
+        {"rolling_deploy_config": {"replica_overhead_percent": 10}},
+    )
+    assert update.describe() == (
+        "update environment production: targetInFlightTokens 0→40000, maxScaleDownRate 50→20, "
+        "replicaOverheadPercent 0→10"
+    )
+
+
 def test_exit_codes() -> None:
     quiet = ModelPlan("ns", "a", "m", "p", "Reconcile")
     busy = ModelPlan("ns", "b", "m", "p", "Reconcile", actions=[Retry("v", "d")])

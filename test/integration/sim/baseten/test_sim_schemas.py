@@ -6,6 +6,8 @@ import jsonschema
 import pytest
 import requests
 
+from baseten_operator.baseten.models import EnvironmentV1
+from baseten_operator.baseten.settings import detect_drift, update_payload
 from baseten_operator.runtime.clock import FakeClock
 from baseten_operator.sim.baseten import BasetenSimulator
 
@@ -258,3 +260,34 @@ def test_promotion_signals_match_the_spec(
         "force_cancel_promotion",
         "cancel_promotion",
     ]
+
+
+def test_the_newer_environment_settings_round_trip_as_the_spec_says(
+    sim: BasetenSimulator, http: requests.Session, clock: FakeClock, validate
+) -> None:
+    # The operator's own PATCH body for them, validated as the request Baseten's spec takes.
+    spec_env = {
+        "autoscaling": {"targetInFlightTokens": 40000, "maxScaleDownRate": 20},
+        "promotionSettings": {"rollingDeployConfig": {"replicaOverheadPercent": 10}},
+    }
+    mid = sim.seed_model("llama")["id"]
+    seeded = EnvironmentV1.model_validate(sim.seed_environment(mid, "production"))
+    body = update_payload(spec_env, detect_drift(spec_env, seeded, 0.0))
+    assert body == {
+        "autoscaling_settings": {"target_in_flight_tokens": 40000, "max_scale_down_rate": 20},
+        "promotion_settings": {"rolling_deploy_config": {"replica_overhead_percent": 10}},
+    }
+    validate(body, "UpdateEnvironmentRequestV1")
+    url = f"{sim.api_url}/models/{mid}/environments/production"
+    response = http.patch(url, json=body)
+    assert response.status_code == 200, response.text
+    validate(response.json(), "UpdateEnvironmentResponseV1")
+    clock.advance(60)  # Baseten applies settings asynchronously
+    env = http.get(url).json()
+    validate(env, "EnvironmentV1")
+    assert not detect_drift(spec_env, EnvironmentV1.model_validate(env), 0.0)
+    # The spec's bound on the rate (1..50) is the simulator's too.
+    too_fast = {"autoscaling_settings": {"max_scale_down_rate": 51}}
+    with pytest.raises(jsonschema.ValidationError):
+        validate(too_fast, "UpdateEnvironmentRequestV1")
+    assert http.patch(url, json=too_fast).status_code == 400
