@@ -8,7 +8,7 @@ IMG ?= baseten-operator:dev
 KUBECTL ?= kubectl
 DIST ?= dist
 
-.PHONY: help venv sandbox tour run test test-unit test-integration test-e2e test-e2e-kind lint real-kube \
+.PHONY: help venv sandbox tour run test test-unit test-integration test-e2e test-e2e-kind lint real-kube kstatus \
         manifests helm-package install uninstall deploy undeploy docker-build bench lock sbom soak soak-short clean
 
 help: ## List the targets
@@ -58,10 +58,14 @@ lint: $(STAMP) ## ruff, mypy and the import contracts (pyproject.toml, [tool.imp
 real-kube: $(STAMP) ## Build kube-apiserver and etcd (hack/kube-apiserver, hack/etcd) into the cache, once
 	$(BIN)/python -m baseten_operator.sim.realkube build
 
-test: lint real-kube ## Lint, type-check and run the whole test suite (real API server and emulator)
+# The Go helper that reads custom resources' health with Flux's kstatus (test/kstatus).
+kstatus: $(STAMP)
+	$(TEST_PYTHON) -m testsupport.kstatus
+
+test: lint real-kube kstatus ## Lint, type-check and run the whole test suite (real API server and emulator)
 	$(BIN)/pytest -q $(PYTEST_ARGS)
 
-test-unit: $(STAMP) ## Unit tests only
+test-unit: $(STAMP) kstatus ## Unit tests only
 	$(BIN)/pytest -q test/unit $(PYTEST_ARGS)
 
 test-integration: $(STAMP) real-kube ## The operator loop on the two simulators

@@ -66,3 +66,7 @@ def verdicts(objects: list[dict[str, Any]]) -> list[tuple[str, str]]:
         timeout=60,
     )
     return [(v["status"], v["message"]) for v in json.loads(done.stdout)]
+
+
+if __name__ == "__main__":  # `make test` builds it before pytest runs (a cold build is minutes)
+    print(f"kstatus helper: {ensure_built()}")
