@@ -132,3 +132,55 @@ def test_the_simulators_servers_are_bounded_the_same_way(
             sock.close()
     finally:
         server.stop()
+
+
+def test_a_request_head_trickling_in_is_cut_at_the_idle_timeout_as_a_whole() -> None:
+    # One byte at a time, each well within the idle timeout: a per-read timeout never
+    # trips, so only a deadline on the whole head frees the slot.
+    server = RoutedHTTPServer(
+        "127.0.0.1:0",
+        {"/metrics": _ok},
+        name="trickled",
+        limits=ConnectionLimits(max_connections=4, idle_timeout=0.5),
+    )
+    server.start()
+    try:
+        trickle = _connect(server.bound_address)
+        head = b"GET /metrics HTTP/1.1\r\n" + b"X-Slow: " + b"a" * 200
+        sent = 0
+        for byte in head:
+            try:
+                trickle.sendall(bytes([byte]))
+            except OSError:
+                break  # the server closed it
+            sent += 1
+            if _closed_by_server(trickle):
+                break
+            threading.Event().wait(0.05)  # the slow client's pace, not a synchronisation
+        assert sent < len(head), "the whole trickle was accepted"
+        assert wait_for(lambda: _closed_by_server(trickle), timeout=5)
+        trickle.close()
+    finally:
+        server.stop()
+
+
+def _ipv6_loopback() -> bool:
+    try:
+        with socket.socket(socket.AF_INET6) as probe:
+            probe.bind(("::1", 0))
+        return True
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not _ipv6_loopback(), reason="no IPv6 on this machine")
+def test_an_address_without_a_host_serves_ipv4_and_ipv6_clients() -> None:
+    server = RoutedHTTPServer(":0", {"/metrics": _ok}, name="dual")
+    server.start()
+    try:
+        assert server.bound_address is not None
+        port = server.bound_address[1]
+        assert _get(("127.0.0.1", port)) == 200
+        assert _get(("::1", port)) == 200
+    finally:
+        server.stop()
