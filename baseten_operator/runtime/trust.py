@@ -1,4 +1,4 @@
-"""The CA certificates trusted where no configuration names its own (the Baseten API, an
+"""The CA certificates trusted where no configuration names its own (a public API, an
 https proxy): the bundle the usual variables name, else certifi's."""
 
 from __future__ import annotations

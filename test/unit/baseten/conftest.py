@@ -9,28 +9,12 @@ from typing import Any
 import pytest
 
 from baseten_operator.baseten.client import BasetenClient
-from baseten_operator.runtime.clock import FakeClock
 from baseten_operator.runtime.metrics import REGISTRY
+from testsupport.clocks import SleepRecordingClock
 from testsupport.http_mock import HttpMock
 
 API_KEY = "sk-test-5ecret-KEY-0123456789"
 BASE = "https://api.test/v1"
-
-
-class SleepRecordingClock(FakeClock):
-    """A FakeClock whose `sleep` moves time itself, recording each request.
-
-    The client sleeps on its own thread (backoff, Retry-After, token buckets); with
-    this clock those waits complete at once and the test can assert their lengths.
-    """
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.sleeps: list[float] = []
-
-    def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.advance(seconds)
 
 
 @pytest.fixture
