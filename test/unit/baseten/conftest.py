@@ -11,7 +11,7 @@ import pytest
 from baseten_operator.baseten.client import BasetenClient
 from baseten_operator.runtime.metrics import REGISTRY
 from testsupport.clocks import SleepRecordingClock
-from testsupport.http_mock import HttpMock
+import responses
 
 API_KEY = "sk-test-5ecret-KEY-0123456789"
 BASE = "https://api.test/v1"
@@ -29,8 +29,9 @@ def client(clock: SleepRecordingClock) -> BasetenClient:
 
 
 @pytest.fixture
-def rsps() -> Iterator[HttpMock]:
-    with HttpMock(assert_all_requests_are_fired=True) as mock:
+def rsps() -> Iterator[responses.RequestsMock]:
+    """Baseten mocked at requests' adapter: nothing leaves the process."""
+    with responses.RequestsMock(assert_all_requests_are_fired=True) as mock:
         yield mock
 
 

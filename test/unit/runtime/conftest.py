@@ -18,6 +18,7 @@ from baseten_operator.runtime.clock import FakeClock
 from baseten_operator.runtime.errors import AlreadyExists, Conflict, NotFound
 from baseten_operator.runtime.metrics import REGISTRY
 from baseten_operator.runtime.resource import Resource
+from testsupport.forward_proxy import ForwardProxy
 from testsupport.scripted_http import Script, ScriptedServer
 
 
@@ -303,3 +304,18 @@ def serve() -> Iterator[Callable[..., ScriptedServer]]:
     yield start
     for server in servers:
         server.close()
+
+
+@pytest.fixture
+def proxies() -> Iterator[Callable[..., ForwardProxy]]:
+    """Starts forward proxies on loopback (testsupport/forward_proxy.py), closed after."""
+    started: list[ForwardProxy] = []
+
+    def start(host: str = "127.0.0.1", tls: ssl.SSLContext | None = None) -> ForwardProxy:
+        proxy = ForwardProxy(host, tls)
+        started.append(proxy)
+        return proxy
+
+    yield start
+    for proxy in started:
+        proxy.close()
