@@ -15,8 +15,11 @@ import selectors
 import socket
 import ssl
 import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from urllib.parse import urlsplit
+
+import pytest
 
 
 @dataclass(frozen=True)
@@ -126,3 +129,19 @@ def ipv6_loopback() -> bool:
         return True
     except OSError:
         return False
+
+
+@pytest.fixture
+def proxies() -> Iterator[Callable[..., ForwardProxy]]:
+    """Starts forward proxies (`proxies()`, `proxies("::1")`, `proxies(tls=context)`),
+    closed after the test. Import it into a conftest to use it."""
+    started: list[ForwardProxy] = []
+
+    def start(host: str = "127.0.0.1", tls: ssl.SSLContext | None = None) -> ForwardProxy:
+        proxy = ForwardProxy(host, tls)
+        started.append(proxy)
+        return proxy
+
+    yield start
+    for proxy in started:
+        proxy.close()

@@ -6,7 +6,9 @@ from __future__ import annotations
 import socket
 import ssl
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+
+import pytest
 
 # A request's head and body as the server read them.
 Request = tuple[bytes, bytes]
@@ -112,3 +114,19 @@ def every_request(answer: bytes) -> Script:
             peer.send(answer)
 
     return script
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[..., ScriptedServer]]:
+    """Starts scripted servers (`serve(script, tls=None)`), closed after the test. Import it
+    into a conftest to use it."""
+    servers: list[ScriptedServer] = []
+
+    def start(script: Script, tls: ssl.SSLContext | None = None) -> ScriptedServer:
+        server = ScriptedServer(script, tls)
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.close()

@@ -7,11 +7,13 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+import responses
 
 from baseten_operator.baseten.client import BasetenClient
 from baseten_operator.runtime.metrics import REGISTRY
 from testsupport.clocks import SleepRecordingClock
-import responses
+from testsupport.forward_proxy import proxies  # noqa: F401 (a fixture)
+from testsupport.scripted_http import serve  # noqa: F401 (a fixture)
 
 API_KEY = "sk-test-5ecret-KEY-0123456789"
 BASE = "https://api.test/v1"

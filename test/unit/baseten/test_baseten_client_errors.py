@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 import requests
+import responses
 import structlog
 from urllib3.exceptions import (
     ConnectTimeoutError,
@@ -21,7 +22,6 @@ from baseten_operator.baseten.client import BasetenClient
 from baseten_operator.baseten.errors import BasetenAPIError, RateLimited
 from baseten_operator.runtime.clock import FakeClock
 from baseten_operator.runtime.fence import NotLeader, WriteFence
-import responses
 from testsupport.polling import wait_for
 
 ACTIVATE_TEMPLATE = "/v1/models/{model_id}/deployments/{deployment_id}/activate"

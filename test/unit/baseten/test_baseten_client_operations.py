@@ -7,6 +7,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+import responses
+from responses import matchers
 
 from baseten_operator.baseten.client import BasetenClient
 from baseten_operator.baseten.connections import Connections
@@ -16,8 +18,6 @@ from baseten_operator.baseten.errors import (
     BasetenAPIError,
     ConfigError,
 )
-import responses
-from responses import matchers
 
 # Ids with characters that must be quoted, to prove every path parameter is.
 MODEL = "m/1 ?x"
@@ -408,4 +408,5 @@ def test_from_env_without_key_is_a_config_error(
 def test_the_pool_keeps_enough_connections_for_all_workers() -> None:
     connections = BasetenClient("k")._transport._http
     assert isinstance(connections, Connections)
-    assert connections._pool._maxsize >= 20
+    adapter = connections._session.get_adapter("https://api.baseten.co")
+    assert adapter._pool_maxsize >= 20

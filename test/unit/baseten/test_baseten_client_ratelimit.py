@@ -6,11 +6,11 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+import responses
 
 from baseten_operator.baseten.client import BasetenClient
 from baseten_operator.baseten.ratelimit import EndpointRateLimiter, Limit, bucket_for
 from baseten_operator.runtime.clock import FakeClock
-import responses
 
 
 @pytest.mark.parametrize(

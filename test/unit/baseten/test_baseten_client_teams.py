@@ -5,13 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import responses
+from responses import matchers
 
 from baseten_operator.baseten.client import BasetenClient
 from baseten_operator.baseten.pool import BasetenClientPool
 from baseten_operator.baseten.teams import TeamNotFound, TeamScopedClient
 from baseten_operator.runtime.logging import redact
-import responses
-from responses import matchers
 
 TEAM = {"id": "t1", "name": "search", "default": False, "created_at": "2026-01-01T00:00:00Z"}
 

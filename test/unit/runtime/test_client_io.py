@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import socket
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import parse_qsl, urlsplit
@@ -41,6 +42,7 @@ from baseten_operator.runtime.kubeconfig import (
 from baseten_operator.runtime.pools import ServerPool
 from baseten_operator.runtime.resource import CONFIGMAPS, CRDS, LEASES, Resource, object_key
 from testsupport.clocks import SleepRecordingClock
+from testsupport.polling import wait_for
 from testsupport.scripted_http import Peer, Request, ScriptedServer, every_request
 
 
@@ -171,6 +173,52 @@ def test_closed_watch_stream_ends_quietly(stream_of: Callable[..., WatchStream])
     stream = stream_of(event("ADDED", {"metadata": {"name": "a"}}))
     stream.close()
     assert list(stream) == []
+
+
+def test_a_watch_read_to_its_end_leaves_its_connection_for_the_next_request(
+    serve: Callable[..., ScriptedServer],
+) -> None:
+    def script(peer: Peer) -> None:
+        peer.read_request()
+        peer.send(chunked(event("ADDED", {"metadata": {"name": "a"}})))
+        while peer.read_request() is not None:
+            peer.send(OK)
+
+    server = serve(script)
+    kube = bearer_client("t0", server.url)
+    assert [e["type"] for e in kube.watch(CONFIGMAPS, "ns")] == ["ADDED"]
+    assert kube.get(CONFIGMAPS, "a", "ns") == {"kind": "ConfigMap"}
+    assert server.connections == 1
+
+
+def test_close_from_another_thread_ends_a_watch_blocked_on_a_silent_server(
+    serve: Callable[..., ScriptedServer],
+) -> None:
+    silent = threading.Event()
+
+    def script(peer: Peer) -> None:
+        peer.read_request()
+        peer.send(chunked(event("ADDED", {"metadata": {"name": "a"}}), end=False))
+        silent.wait(10)  # then nothing: the reader blocks
+
+    stream = bearer_client("t0", serve(script).url).watch(CONFIGMAPS, "ns", timeout_seconds=60)
+    assert next(stream)["type"] == "ADDED"
+    outcome: list[BaseException] = []
+
+    def read_on() -> None:
+        try:
+            next(stream)
+        except BaseException as exc:
+            outcome.append(exc)
+
+    reader = threading.Thread(target=read_on)
+    reader.start()
+    assert wait_for(stream._reading.locked)  # the reader is in, or about to block
+    stream.close()
+    reader.join(5)
+    silent.set()
+    assert not reader.is_alive()
+    assert len(outcome) == 1 and isinstance(outcome[0], StopIteration)
 
 
 KUBECONFIG_YAML = """
