@@ -3,6 +3,7 @@ loopback connections (headers, credentials, what is retried)."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import socket
 import threading
@@ -420,3 +421,37 @@ def test_the_lease_client_makes_one_attempt_on_its_own_connections() -> None:
     with pytest.raises(ConnectionFailed, match="refused"):
         lease_client.get(CONFIGMAPS, "a", "ns")
     assert clock.sleeps == []
+
+
+# -- answers parsed by the library (urllib3, http.client), not leniently ----------------------
+
+
+def answered_with(serve: Callable[..., ScriptedServer], answer: bytes) -> KubeClient:
+    return bearer_client("t0", serve(every_request(answer)).url)
+
+
+def test_a_status_line_with_a_non_ascii_digit_is_a_connection_failure(
+    serve: Callable[..., ScriptedServer],
+) -> None:
+    kube = answered_with(
+        serve, "HTTP/1.1 2\u00b200 OK\r\nContent-Length: 2\r\n\r\n{}".encode("latin-1")
+    )
+    with pytest.raises(ConnectionFailed):  # not a ValueError past the client's handling
+        kube.get(CONFIGMAPS, "a", "ns")
+
+
+def test_transfer_encoding_is_chunked_only_when_it_says_chunked(
+    serve: Callable[..., ScriptedServer],
+) -> None:
+    kube = answered_with(
+        serve, b"HTTP/1.1 200 OK\r\nTransfer-Encoding: notchunked\r\nContent-Length: 2\r\n\r\n{}"
+    )
+    assert kube.get(CONFIGMAPS, "a", "ns") == {}
+
+
+def test_a_gzip_body_of_several_members_is_read_whole(
+    serve: Callable[..., ScriptedServer],
+) -> None:
+    body = gzip.compress(b'{"kind": ') + gzip.compress(b'"ConfigMap"}')
+    head = b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: %d\r\n\r\n" % len(body)
+    assert answered_with(serve, head + body).get(CONFIGMAPS, "a", "ns") == {"kind": "ConfigMap"}
