@@ -96,8 +96,7 @@ class Connections:
         session = requests.Session()
         session.trust_env = False  # the environment is read here, once
         proxy = proxy_for(base_url, environ)
-        if proxy is not None:
-            session.proxies = {parts.scheme: proxy}
+        self._proxies = {} if proxy is None else {parts.scheme: proxy}
         adapter = _Adapter(trusted_context(environ) if https else None, pool_size)
         session.mount("https://", adapter)
         session.mount("http://", adapter)
@@ -115,13 +114,17 @@ class Connections:
         read_timeout: float,
     ) -> requests.Response:
         """`target` is the path and query under the base URL's origin."""
-        return self._session.request(
-            method,
-            self._origin + target,
-            data=body,
-            headers=headers,
+        # A request prepared here, not by `Session.request`: that would merge the
+        # session's headers, cookies and settings into each request, copying its cookie
+        # jar every time, for nothing the transport does not set itself.
+        prepared = requests.Request(
+            method, self._origin + target, headers=dict(headers), data=body
+        ).prepare()
+        return self._session.send(
+            prepared,
             timeout=(connect_timeout, read_timeout),
             allow_redirects=False,
+            proxies=self._proxies,
         )
 
     def close(self) -> None:
