@@ -108,6 +108,18 @@ def answering(*answers: bytes) -> Script:
     return script
 
 
+def dropping_reused_connections(answer: bytes) -> Script:
+    """Each connection answers one request, then closes as the next one arrives without
+    answering it: a kept-alive connection the server dropped just as a client reused it."""
+
+    def script(peer: Peer) -> None:
+        if peer.read_request() is not None:
+            peer.send(answer)
+            peer.read_request()
+
+    return script
+
+
 def every_request(answer: bytes) -> Script:
     def script(peer: Peer) -> None:
         while peer.read_request() is not None:

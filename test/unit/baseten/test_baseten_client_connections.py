@@ -24,7 +24,11 @@ from baseten_operator.baseten.errors import BasetenAPIError, ConfigError
 from baseten_operator.runtime.tlscert import self_signed_pem
 from testsupport.clocks import SleepRecordingClock
 from testsupport.forward_proxy import ForwardProxy, ipv6_loopback
-from testsupport.scripted_http import Peer, ScriptedServer, every_request
+from testsupport.scripted_http import (
+    ScriptedServer,
+    dropping_reused_connections,
+    every_request,
+)
 from testsupport.tls import serving_context
 
 BASE = "https://api.baseten.co/v1"
@@ -190,18 +194,10 @@ def test_a_host_no_proxy_covers_is_reached_directly(
 # -- what is sent again -------------------------------------------------------------------
 
 
-def closing_after_first_answer(peer: Peer) -> None:
-    """Each connection answers one request, then closes as the next one arrives, without
-    answering it: a kept-alive connection the server dropped just as the client reused it."""
-    if peer.read_request() is not None:
-        peer.send(OK)
-        peer.read_request()
-
-
 def test_a_get_on_a_kept_alive_connection_the_server_just_closed_is_sent_again_at_once(
     serve: Callable[..., ScriptedServer],
 ) -> None:
-    server = serve(closing_after_first_answer)
+    server = serve(dropping_reused_connections(OK))
     clock = SleepRecordingClock()
     baseten = BasetenClient("k", f"{server.url}/v1", clock=clock)
     assert baseten.list_models() == []
@@ -213,7 +209,7 @@ def test_a_get_on_a_kept_alive_connection_the_server_just_closed_is_sent_again_a
 def test_a_post_that_may_have_reached_the_server_is_not_sent_again(
     serve: Callable[..., ScriptedServer],
 ) -> None:
-    server = serve(closing_after_first_answer)
+    server = serve(dropping_reused_connections(OK))
     baseten = BasetenClient("k", f"{server.url}/v1", clock=SleepRecordingClock())
     baseten.list_models()
     with pytest.raises(BasetenAPIError, match="connection error on POST"):

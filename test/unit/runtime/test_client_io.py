@@ -44,7 +44,13 @@ from baseten_operator.runtime.pools import ServerPool
 from baseten_operator.runtime.resource import CONFIGMAPS, CRDS, LEASES, Resource, object_key
 from testsupport.clocks import SleepRecordingClock
 from testsupport.polling import wait_for
-from testsupport.scripted_http import Peer, Request, ScriptedServer, every_request
+from testsupport.scripted_http import (
+    Peer,
+    Request,
+    ScriptedServer,
+    dropping_reused_connections,
+    every_request,
+)
 
 
 def test_paths_for_core_group_namespaced_and_cluster_scoped() -> None:
@@ -384,18 +390,10 @@ def test_a_request_that_could_not_connect_is_tried_again_even_a_post() -> None:
     assert clock.sleeps == list(CONNECT_RETRY_PAUSES)  # one attempt after each pause
 
 
-def closing_after_first_answer(peer: Peer) -> None:
-    """Each connection answers one request, then closes as the next one arrives, without
-    answering it: a kept-alive connection the server dropped just as the client reused it."""
-    if peer.read_request() is not None:
-        peer.send(OK)
-        peer.read_request()
-
-
 def test_a_get_on_a_kept_alive_connection_the_server_just_closed_is_sent_again(
     serve: Callable[..., ScriptedServer],
 ) -> None:
-    server = serve(closing_after_first_answer)
+    server = serve(dropping_reused_connections(OK))
     kube = bearer_client("t0", server.url)
     assert kube.get(CONFIGMAPS, "a", "ns") == {"kind": "ConfigMap"}
     assert kube.get(CONFIGMAPS, "a", "ns") == {"kind": "ConfigMap"}  # not a failed pass
@@ -405,7 +403,7 @@ def test_a_get_on_a_kept_alive_connection_the_server_just_closed_is_sent_again(
 def test_a_write_that_may_have_reached_the_server_is_never_sent_again(
     serve: Callable[..., ScriptedServer],
 ) -> None:
-    server = serve(closing_after_first_answer)
+    server = serve(dropping_reused_connections(OK))
     kube = bearer_client("t0", server.url)
     kube.get(CONFIGMAPS, "a", "ns")
     with pytest.raises(ConnectionFailed, match="POST /api/v1/namespaces/ns/configmaps"):
