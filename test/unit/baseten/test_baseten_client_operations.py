@@ -408,5 +408,4 @@ def test_from_env_without_key_is_a_config_error(
 def test_the_pool_keeps_enough_connections_for_all_workers() -> None:
     connections = BasetenClient("k")._transport._http
     assert isinstance(connections, Connections)
-    adapter = connections._session.get_adapter("https://api.baseten.co")
-    assert adapter._pool_maxsize >= 20
+    assert connections._adapter._pool_maxsize >= 20
