@@ -27,6 +27,10 @@ from urllib3.connection import HTTPConnection, HTTPSConnection
 _current = threading.local()
 
 
+class DeadlinePassed(OSError):
+    """A request of a call whose deadline has passed: it is not sent."""
+
+
 class _Call:
     """One call's deadline and the connections it has used so far."""
 
@@ -70,9 +74,10 @@ class _Reaper:
     def register(self, call: _Call, connection: Any) -> None:
         with self._lock:
             if call.expired:
-                _shut(connection)
-            else:
-                call.connections.append(connection)
+                # A request after the cut (urllib3 repeating a GET whose connection the cut
+                # broke) does not leave: the call is over.
+                raise DeadlinePassed("the call's deadline has passed")
+            call.connections.append(connection)
 
     def finish(self, call: _Call) -> None:
         # Under the lock: once a call is finished, the reaper never touches its

@@ -25,6 +25,7 @@ from baseten_operator.runtime.tlscert import self_signed_pem
 from testsupport.clocks import SleepRecordingClock
 from testsupport.forward_proxy import ForwardProxy, ipv6_loopback
 from testsupport.scripted_http import (
+    Peer,
     ScriptedServer,
     dropping_reused_connections,
     every_request,
@@ -237,3 +238,22 @@ def unused_port() -> int:
 def test_a_key_no_header_can_carry_is_a_clear_configuration_error(key: str) -> None:
     with pytest.raises(ConfigError, match="line break or another character"):
         BasetenClient(key, BASE)
+
+
+def test_a_get_that_timed_out_is_not_sent_again_by_the_pool(
+    serve: Callable[..., ScriptedServer],
+) -> None:
+    answered = threading.Event()
+
+    def silent(peer: Peer) -> None:
+        while peer.read_request() is not None:
+            answered.wait(10)  # never answers: the read times out
+
+    server = serve(silent)
+    baseten = BasetenClient(
+        "k", f"{server.url}/v1", clock=SleepRecordingClock(), timeout=0.3, max_attempts=1
+    )
+    with pytest.raises(BasetenAPIError, match="^timeout on GET /v1/models"):
+        baseten.list_models()
+    answered.set()
+    assert len(server.requests) == 1

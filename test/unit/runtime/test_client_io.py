@@ -453,3 +453,20 @@ def test_a_gzip_body_of_several_members_is_read_whole(
     body = gzip.compress(b'{"kind": ') + gzip.compress(b'"ConfigMap"}')
     head = b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: %d\r\n\r\n" % len(body)
     assert answered_with(serve, head + body).get(CONFIGMAPS, "a", "ns") == {"kind": "ConfigMap"}
+
+
+def test_a_get_that_timed_out_is_not_sent_again_by_the_pool(
+    serve: Callable[..., ScriptedServer],
+) -> None:
+    answered = threading.Event()
+
+    def silent(peer: Peer) -> None:
+        while peer.read_request() is not None:
+            answered.wait(10)  # never answers: the client's read times out
+
+    server = serve(silent)
+    kube = bearer_client("t0", server.url)
+    with pytest.raises(ConnectionFailed, match="timed out"):
+        kube.get(CONFIGMAPS, "a", "ns", timeout=0.3)
+    answered.set()
+    assert len(server.requests) == 1  # its time is spent: the caller decides
