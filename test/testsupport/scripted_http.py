@@ -120,6 +120,18 @@ def dropping_reused_connections(answer: bytes) -> Script:
     return script
 
 
+def never_answering(released: threading.Event) -> Script:
+    """Reads requests and answers none, until `released` is set (then the connection
+    closes): a server too slow for any read timeout."""
+
+    def script(peer: Peer) -> None:
+        while peer.read_request() is not None:
+            if released.wait(10):
+                return
+
+    return script
+
+
 def every_request(answer: bytes) -> Script:
     def script(peer: Peer) -> None:
         while peer.read_request() is not None:

@@ -25,10 +25,10 @@ from baseten_operator.runtime.tlscert import self_signed_pem
 from testsupport.clocks import SleepRecordingClock
 from testsupport.forward_proxy import ForwardProxy, ipv6_loopback
 from testsupport.scripted_http import (
-    Peer,
     ScriptedServer,
     dropping_reused_connections,
     every_request,
+    never_answering,
 )
 from testsupport.tls import serving_context
 
@@ -244,12 +244,7 @@ def test_a_get_that_timed_out_is_not_sent_again_by_the_pool(
     serve: Callable[..., ScriptedServer],
 ) -> None:
     answered = threading.Event()
-
-    def silent(peer: Peer) -> None:
-        while peer.read_request() is not None:
-            answered.wait(10)  # never answers: the read times out
-
-    server = serve(silent)
+    server = serve(never_answering(answered))
     baseten = BasetenClient(
         "k", f"{server.url}/v1", clock=SleepRecordingClock(), timeout=0.3, max_attempts=1
     )

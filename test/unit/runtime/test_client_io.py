@@ -50,6 +50,7 @@ from testsupport.scripted_http import (
     ScriptedServer,
     dropping_reused_connections,
     every_request,
+    never_answering,
 )
 
 
@@ -459,12 +460,7 @@ def test_a_get_that_timed_out_is_not_sent_again_by_the_pool(
     serve: Callable[..., ScriptedServer],
 ) -> None:
     answered = threading.Event()
-
-    def silent(peer: Peer) -> None:
-        while peer.read_request() is not None:
-            answered.wait(10)  # never answers: the client's read times out
-
-    server = serve(silent)
+    server = serve(never_answering(answered))
     kube = bearer_client("t0", server.url)
     with pytest.raises(ConnectionFailed, match="timed out"):
         kube.get(CONFIGMAPS, "a", "ns", timeout=0.3)
