@@ -1,13 +1,16 @@
 """Client of the Baseten Management API (docs/baseten-api.md).
 
 `client.BasetenClient` has one method per operation; `transport` does auth, throttling,
-retries and the request metrics (defined in `metrics`); `models` parses responses; `errors`
-are what every failed call raises; `settings` turns a spec's environment into API payloads
-and finds drift; `ratelimit` holds the client-side token buckets.
+retries and the request metrics (defined in `metrics`); `connections` is its `requests`
+Session (one per key), `deadlines` the total deadline of each call; `models` parses
+responses; `errors` are what every failed call raises; `settings` turns a spec's
+environment into API payloads and finds drift; `ratelimit` holds the client-side token
+buckets.
 
 Must not import: `controller`, `truss`, `sim`, `sandbox`, `cli`, `main`, nor the
-`kubernetes` package. From `runtime` only the clock, the write fence, the metrics registry and
-logging's secret masking.
+`kubernetes` package. From `runtime` only the clock, the write fence, the metrics registry,
+logging's secret masking, and the HTTP pieces both clients share (`pools`' retry policy,
+`proxyenv`, `trust`).
 """
 
 __all__ = ["client", "errors", "metrics", "models", "settings"]

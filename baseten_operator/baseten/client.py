@@ -37,7 +37,13 @@ from baseten_operator.baseten.models import (
     Tombstone,
 )
 from baseten_operator.baseten.ratelimit import Limit
-from baseten_operator.baseten.transport import Endpoint, RetryPolicy, Secret, Transport
+from baseten_operator.baseten.transport import (
+    Endpoint,
+    RetryPolicy,
+    Secret,
+    Transport,
+    usable_api_key,
+)
 from baseten_operator.runtime.clock import Clock, RealClock
 from baseten_operator.runtime.fence import WriteFence
 
@@ -102,6 +108,11 @@ class BasetenClient:
         `time_scale` (`--time-scale`) scales the windows of the client-side rate limits."""
         if not api_key or not api_key.strip():
             raise ConfigError(f"a Baseten API key is required (set {API_KEY_ENV})")
+        if not usable_api_key(api_key.strip()):
+            raise ConfigError(
+                "the Baseten API key contains a line break or another character an HTTP "
+                "header cannot carry"
+            )
         self._base_url = base_url.rstrip("/")
         self._transport = Transport(
             Secret(api_key.strip()),

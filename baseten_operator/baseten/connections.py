@@ -1,14 +1,23 @@
-"""Where the Baseten client's requests go: one connection pool, its TLS trust and its proxy.
+"""Where the Baseten client's requests go: one `requests` transport adapter per client (so
+one per API key), its pool of kept-alive connections, its TLS trust and its proxy.
 
 Everything a request would otherwise look up each time is settled once, when a client is
-built, from the variables `requests` read on every call:
+built; nothing reads the environment per request:
 - TLS (an https base URL: every real one) is always verified, against REQUESTS_CA_BUNDLE,
   CURL_CA_BUNDLE or SSL_CERT_FILE when one is set (a file, or a directory of
-  certificates), else certifi's bundle;
-- a proxy comes from the proxy variables (runtime/proxies.py); a proxy URL's user:password
-  becomes its Proxy-Authorization.
-Connections are kept alive (runtime/http1.py). Nothing is retried or redirected here: the
-transport decides what may be repeated.
+  certificates), else certifi's bundle (runtime/trust.py): one context, loaded once, for
+  the API and for an https:// proxy;
+- the proxy comes from the proxy variables as kubectl reads them (runtime/proxyenv.py);
+  requests takes a proxy URL's user:password as its Proxy-Authorization.
+The adapter's pool holds `pool_size` connections; each connection a call uses is bounded
+by the call's total deadline (deadlines.py). urllib3 repeats on its own only a GET whose
+kept-alive connection broke before an answer (runtime/pools.py SAFE_RETRY); nothing is
+redirected. Everything else is the transport's to decide.
+
+Requests are prepared here (`requests.Request(...).prepare()`) and handed to the adapter
+(`HTTPAdapter.send`, requests' transport API), not sent through a `Session`: a Session
+merges its settings and cookie jar into every request, runs hooks and extracts cookies
+from every answer, none of which the transport uses, for about a fifth of a call's CPU.
 """
 
 from __future__ import annotations
@@ -16,17 +25,18 @@ from __future__ import annotations
 import os
 import ssl
 from collections.abc import Callable, Mapping
-from typing import Protocol
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-import certifi
+import requests
+from requests.adapters import HTTPAdapter
 
-from baseten_operator.baseten.deadlines import register_with_deadline
-from baseten_operator.runtime.http1 import Answer, Pool
-from baseten_operator.runtime.proxies import proxy_for, proxy_from_url
+from baseten_operator.baseten.deadlines import deadline_pool_classes
+from baseten_operator.runtime.pools import SAFE_RETRY
+from baseten_operator.runtime.proxyenv import proxy_for
+from baseten_operator.runtime.trust import ca_bundle, trusted_context
 
-# Checked in this order, as `requests` did, plus OpenSSL's own variable.
-CA_BUNDLE_VARIABLES = ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "SSL_CERT_FILE")
+__all__ = ["Connect", "Connections", "HttpSender", "ca_bundle"]
 
 
 class HttpSender(Protocol):
@@ -41,28 +51,41 @@ class HttpSender(Protocol):
         headers: Mapping[str, str],
         connect_timeout: float,
         read_timeout: float,
-    ) -> Answer: ...
+    ) -> requests.Response: ...
 
 
 # How a client reaches its base URL: the base URL in, what sends its requests out.
 Connect = Callable[[str], HttpSender]
 
 
-def ca_bundle(environ: Mapping[str, str]) -> str:
-    """The file or directory of trusted CA certificates."""
-    for variable in CA_BUNDLE_VARIABLES:
-        value = environ.get(variable, "").strip()
-        if value:
-            return value
-    return certifi.where()
+class _Adapter(HTTPAdapter):
+    """requests' adapter on pools whose connections honour `deadlines.deadline`, with one
+    TLS context for every connection (the API's, and an https:// proxy's)."""
 
+    def __init__(self, tls: ssl.SSLContext | None, pool_size: int) -> None:
+        self._tls = tls
+        super().__init__(pool_connections=1, pool_maxsize=pool_size, max_retries=SAFE_RETRY)
 
-def trusted_context(environ: Mapping[str, str]) -> ssl.SSLContext:
-    """A verifying TLS context that trusts `ca_bundle`'s certificates."""
-    trusted = ca_bundle(environ)
-    if os.path.isdir(trusted):
-        return ssl.create_default_context(capath=trusted)
-    return ssl.create_default_context(cafile=trusted)
+    def init_poolmanager(self, *args: Any, **pool_kwargs: Any) -> None:
+        if self._tls is not None:
+            pool_kwargs["ssl_context"] = self._tls
+        super().init_poolmanager(*args, **pool_kwargs)
+        self.poolmanager.pool_classes_by_scheme = deadline_pool_classes()
+
+    def proxy_manager_for(self, proxy: str, **proxy_kwargs: Any) -> Any:
+        fresh = proxy not in self.proxy_manager
+        if fresh and self._tls is not None:
+            proxy_kwargs.update(ssl_context=self._tls, proxy_ssl_context=self._tls)
+        manager = super().proxy_manager_for(proxy, **proxy_kwargs)
+        if fresh:
+            manager.pool_classes_by_scheme = deadline_pool_classes()
+        return manager
+
+    def cert_verify(self, conn: Any, url: str, verify: Any, cert: Any) -> None:
+        # The pools' TLS context already trusts the chosen CAs. requests would name its
+        # default bundle on the pool for every request, and urllib3 then load it into
+        # that context again for every new connection.
+        return
 
 
 class Connections:
@@ -71,18 +94,14 @@ class Connections:
     def __init__(
         self, base_url: str, pool_size: int = 32, environ: Mapping[str, str] = os.environ
     ) -> None:
+        parts = urlsplit(base_url)
         # Loading the trusted CAs costs about 2.5 MB and 30 ms: only an https base URL
         # (every real one) needs them; a plain-HTTP one (a simulator) never verifies.
-        https = urlsplit(base_url).scheme == "https"
+        https = parts.scheme == "https"
         proxy = proxy_for(base_url, environ)
-        self._pool = Pool(
-            base_url,
-            tls=trusted_context(environ) if https else None,
-            proxy=None if proxy is None else proxy_from_url(proxy),
-            maxsize=pool_size,
-            # A call's deadline shuts down the socket of every connection the call used.
-            on_use=register_with_deadline,
-        )
+        self._proxies = {} if proxy is None else {parts.scheme: proxy}
+        self._adapter = _Adapter(trusted_context(environ) if https else None, pool_size)
+        self._origin = f"{parts.scheme}://{parts.netloc}"
 
     def send(
         self,
@@ -93,16 +112,19 @@ class Connections:
         headers: Mapping[str, str],
         connect_timeout: float,
         read_timeout: float,
-    ) -> Answer:
+    ) -> requests.Response:
         """`target` is the path and query under the base URL's origin."""
-        return self._pool.request(
-            method,
-            target,
-            headers=headers,
-            body=body,
-            connect_timeout=connect_timeout,
-            read_timeout=read_timeout,
+        prepared = requests.Request(
+            method, self._origin + target, headers=dict(headers), data=body
+        ).prepare()
+        response = self._adapter.send(
+            prepared,
+            timeout=(connect_timeout, read_timeout),
+            verify=True,
+            proxies=self._proxies,
         )
+        response.content  # noqa: B018 (read whole now: that releases the connection)
+        return response
 
     def close(self) -> None:
-        self._pool.close()
+        self._adapter.close()

@@ -2,9 +2,9 @@
 
 Sockets only know per-operation timeouts: a server that trickles one byte every
 few seconds never trips a read timeout and can hold a worker for as long as it likes.
-Here a call runs inside `deadline(seconds)`; every connection the call uses is
-registered (`register_with_deadline`, a connection pool's `on_use`) with one reaper
-thread, which shuts the connection's socket down when the deadline passes. The blocked
+Here a call runs inside `deadline(seconds)`; every connection the call sends on through
+a pool of `deadline_pool_classes` is registered with one reaper thread, which shuts the
+connection's socket down when the deadline passes. The blocked
 read then fails at once and the call raises, so no answer, however slow, holds a caller
 past its deadline.
 """
@@ -21,7 +21,14 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from urllib3 import HTTPConnectionPool, HTTPSConnectionPool
+from urllib3.connection import HTTPConnection, HTTPSConnection
+
 _current = threading.local()
+
+
+class DeadlinePassed(OSError):
+    """A request of a call whose deadline has passed: it is not sent."""
 
 
 class _Call:
@@ -67,9 +74,10 @@ class _Reaper:
     def register(self, call: _Call, connection: Any) -> None:
         with self._lock:
             if call.expired:
-                _shut(connection)
-            else:
-                call.connections.append(connection)
+                # A request after the cut (urllib3 repeating a GET whose connection the cut
+                # broke) does not leave: the call is over.
+                raise DeadlinePassed("the call's deadline has passed")
+            call.connections.append(connection)
 
     def finish(self, call: _Call) -> None:
         # Under the lock: once a call is finished, the reaper never touches its
@@ -141,3 +149,29 @@ def register_with_deadline(connection: Any) -> None:
     call: _Call | None = getattr(_current, "call", None)
     if call is not None:
         _REAPER.register(call, connection)
+
+
+class _DeadlineHTTPConnection(HTTPConnection):
+    def request(self, *args: Any, **kwargs: Any) -> None:
+        register_with_deadline(self)
+        super().request(*args, **kwargs)
+
+
+class _DeadlineHTTPSConnection(HTTPSConnection):
+    def request(self, *args: Any, **kwargs: Any) -> None:
+        register_with_deadline(self)
+        super().request(*args, **kwargs)
+
+
+class _DeadlineHTTPPool(HTTPConnectionPool):
+    ConnectionCls = _DeadlineHTTPConnection
+
+
+class _DeadlineHTTPSPool(HTTPSConnectionPool):
+    ConnectionCls = _DeadlineHTTPSConnection
+
+
+def deadline_pool_classes() -> dict[str, type[HTTPConnectionPool]]:
+    """A urllib3 PoolManager's `pool_classes_by_scheme` whose connections honour
+    `deadline()`: each registers as it sends a request."""
+    return {"http": _DeadlineHTTPPool, "https": _DeadlineHTTPSPool}

@@ -14,8 +14,10 @@ reading and every retry (deadlines.py cuts a server that answers too slowly). Ev
 write first passes the write fence, and every wait is the fence's, so losing the
 Lease or shutting down interrupts it.
 
-Requests go through a lean keep-alive pool (connections.py, runtime/http1.py): proxy,
-TLS trust and the URL are settled once per client, not on every call.
+Requests go through one `requests` Session per client (connections.py): its pool of
+kept-alive connections, proxy, TLS trust and URL are settled once per client, not on
+every call. urllib3's own Retry only repeats a GET on a kept-alive connection that broke
+before any answer; everything above is decided here.
 """
 
 from __future__ import annotations
@@ -31,9 +33,11 @@ from email.utils import parsedate_to_datetime
 from typing import Any, TypeVar
 from urllib.parse import quote, urlencode, urlsplit
 
+import requests
 import structlog
 from prometheus_client import Counter, Histogram
 from pydantic import BaseModel, ValidationError
+from urllib3.exceptions import MaxRetryError, NewConnectionError
 
 from baseten_operator.baseten.connections import HttpSender
 from baseten_operator.baseten.deadlines import deadline
@@ -46,15 +50,8 @@ from baseten_operator.baseten.metrics import (
 from baseten_operator.baseten.ratelimit import EndpointRateLimiter, Limit
 from baseten_operator.runtime.clock import Clock
 from baseten_operator.runtime.fence import WriteFence
-from baseten_operator.runtime.http1 import (
-    Answer,
-    ConnectFailed,
-    ConnectTimedOut,
-    ProxyFailed,
-    ReadTimedOut,
-    TLSFailed,
-)
 from baseten_operator.runtime.logging import mask_secret
+from baseten_operator.runtime.pools import never_sent
 
 log = structlog.get_logger(__name__)
 _stdlib_log = logging.getLogger(__name__)  # the level structlog's stdlib loggers filter on
@@ -107,6 +104,12 @@ class RetryPolicy:
         return ceiling * (0.5 + rng.random() / 2)
 
 
+def usable_api_key(key: str) -> bool:
+    """Whether `key` can travel in an Authorization header: printable ASCII without
+    whitespace (a line break would end the header, or start another one)."""
+    return key.isascii() and key.isprintable() and not any(c.isspace() for c in key)
+
+
 class Secret:
     """Holds the API key so that no repr, vars() dump or log of its owner shows it."""
 
@@ -121,16 +124,14 @@ class Secret:
     __str__ = __repr__
 
 
-# Failures named as callers saw them when this client ran on `requests`: the name is part
-# of the message a status shows ("connection error on GET ...: ConnectionError").
+# Failures by requests' names: the name is part of the message a status shows
+# ("connection error on GET ...: ConnectionError: ..."). The first match names it.
 _FAILURE_NAMES: tuple[tuple[type[Exception], str], ...] = (
-    # Before ConnectFailed, their base class.
-    (ConnectTimedOut, "ConnectTimeout"),
-    (TLSFailed, "SSLError"),
-    (ProxyFailed, "ProxyError"),
-    (ReadTimedOut, "ReadTimeout"),
+    (requests.ConnectTimeout, "ConnectTimeout"),
+    (requests.ReadTimeout, "ReadTimeout"),
+    (requests.exceptions.SSLError, "SSLError"),
+    (requests.exceptions.ProxyError, "ProxyError"),
 )
-_TIMEOUTS = (ConnectTimedOut, ReadTimedOut)
 
 
 def _failure_name(exc: Exception) -> str:
@@ -140,9 +141,22 @@ def _failure_name(exc: Exception) -> str:
     return "ConnectionError"
 
 
-def _failed_before_sending(exc: Exception) -> bool:
+def _failed_before_sending(exc: requests.RequestException) -> bool:
     """True when no connection was made, so the server never saw the request."""
-    return isinstance(exc, ConnectFailed)
+    cause = exc.args[0] if exc.args else None
+    return isinstance(cause, BaseException) and never_sent(cause)
+
+
+def _detail(exc: requests.RequestException) -> str:
+    """What went wrong, without the pool's and the connection object's reprs that
+    requests' own text leads with."""
+    cause = exc.args[0] if exc.args else exc
+    if isinstance(cause, MaxRetryError) and cause.reason is not None:
+        cause = cause.reason
+    text = str(cause)
+    if isinstance(cause, NewConnectionError):
+        text = text.removeprefix(f"{cause.conn}: ")
+    return text
 
 
 def _shorten(text: str) -> str:
@@ -152,12 +166,12 @@ def _shorten(text: str) -> str:
     return text
 
 
-def _json(response: Answer) -> Any:
+def _json(response: requests.Response) -> Any:
     """The body as JSON; ValueError when it is not."""
-    return json.loads(response.data)
+    return json.loads(response.content)
 
 
-def _server_message(response: Answer) -> str:
+def _server_message(response: requests.Response) -> str:
     """The server's own explanation: JSON message/error/detail, else the plain text."""
     try:
         data = _json(response)
@@ -168,7 +182,7 @@ def _server_message(response: Answer) -> str:
             value = data.get(key)
             if value:
                 return value if isinstance(value, str) else json.dumps(value)
-    text = response.data.decode("utf-8", "replace")
+    text = response.content.decode("utf-8", "replace")
     if text.strip():
         return text
     return response.reason or "no message"
@@ -236,7 +250,7 @@ class Transport:
             # json.loads followed by validation of the Python objects). It reads UTF-8
             # only; json.loads also skipped a byte order mark, which JSON lets a reader
             # ignore.
-            return model.model_validate_json(response.data.removeprefix(codecs.BOM_UTF8))
+            return model.model_validate_json(response.content.removeprefix(codecs.BOM_UTF8))
         except ValidationError as exc:
             # Name the first problem only: a pydantic dump is noise in a CR's status.
             first = exc.errors(include_input=False, include_url=False)[0]
@@ -251,7 +265,7 @@ class Transport:
         path: Mapping[str, str],
         query: Mapping[str, str] | None,
         body: Mapping[str, Any] | None,
-    ) -> Answer:
+    ) -> requests.Response:
         """Send with throttling and retries; return a 2xx response or raise BasetenAPIError.
 
         Raises RateLimited when a wait does not fit in the deadline, and NotLeader (from
@@ -288,7 +302,7 @@ class Transport:
                         connect_timeout=min(self._policy.connect_timeout, remaining),
                         read_timeout=remaining,
                     )
-            except OSError as exc:
+            except requests.RequestException as exc:
                 self._record(endpoint, "0", started)
                 if cut.expired:
                     raise self._deadline_exceeded(endpoint) from None
@@ -299,7 +313,7 @@ class Transport:
                     raise error from None
                 self._back_off(endpoint, attempt, error, expires)
                 continue
-            status = response.status
+            status = response.status_code
             self._record(endpoint, str(status), started)
             if 200 <= status < 300:
                 return response
@@ -402,7 +416,7 @@ class Transport:
         )
         self._sleep(delay, f"{endpoint.method} {endpoint.label}")
 
-    def _retry_after(self, response: Answer) -> float | None:
+    def _retry_after(self, response: requests.Response) -> float | None:
         """The longer of the body's `retry_after` and the `Retry-After` header (seconds or date)."""
         candidates: list[float] = []
         try:
@@ -425,9 +439,11 @@ class Transport:
                 candidates.append(from_header)
         return max(0.0, *candidates) if candidates else None
 
-    def _malformed(self, endpoint: Endpoint, response: Answer, problem: str) -> BasetenAPIError:
+    def _malformed(
+        self, endpoint: Endpoint, response: requests.Response, problem: str
+    ) -> BasetenAPIError:
         return BasetenAPIError(
-            response.status,
+            response.status_code,
             self._safe(f"malformed response from {endpoint.method} {endpoint.label}: {problem}"),
         )
 
@@ -440,10 +456,10 @@ class Transport:
             ),
         )
 
-    def _connection_message(self, endpoint: Endpoint, exc: Exception) -> str:
-        kind = "timeout" if isinstance(exc, _TIMEOUTS) else "connection error"
+    def _connection_message(self, endpoint: Endpoint, exc: requests.RequestException) -> str:
+        kind = "timeout" if isinstance(exc, requests.Timeout) else "connection error"
         return self._safe(
-            f"{kind} on {endpoint.method} {endpoint.label}: {_failure_name(exc)}: {exc}"
+            f"{kind} on {endpoint.method} {endpoint.label}: {_failure_name(exc)}: {_detail(exc)}"
         )
 
     def _safe(self, text: str) -> str:

@@ -564,3 +564,10 @@ def api_key_secret_missing(namespace: str, name: str) -> str:
 
 def api_key_secret_key_missing(namespace: str, name: str, key: str) -> str:
     return f"API key Secret {namespace}/{name} has no non-empty key '{key}'"
+
+
+def api_key_secret_key_unusable(namespace: str, name: str, key: str) -> str:
+    return (
+        f"API key Secret {namespace}/{name} key '{key}' contains a line break or another "
+        "character an HTTP header cannot carry"
+    )

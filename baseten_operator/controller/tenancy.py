@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from baseten_operator.api.types import BasetenModelSpec
 from baseten_operator.baseten.pool import BasetenClientPool
 from baseten_operator.baseten.teams import TeamScopedClient
+from baseten_operator.baseten.transport import usable_api_key
 from baseten_operator.controller import messages
 from baseten_operator.controller.namespace_policy import (
     API_KEY_SECRET_KEY,
@@ -119,6 +120,12 @@ class Tenancy:
         if not key:
             raise ApiKeyUnavailable(
                 messages.api_key_secret_key_missing(
+                    self.operator_namespace, secret_name, API_KEY_SECRET_KEY
+                )
+            )
+        if not usable_api_key(key):  # a pasted key with its line break, say
+            raise ApiKeyUnavailable(
+                messages.api_key_secret_key_unusable(
                     self.operator_namespace, secret_name, API_KEY_SECRET_KEY
                 )
             )

@@ -18,6 +18,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+import requests
+
 from baseten_operator.baseten.client import BasetenClient
 from baseten_operator.baseten.connections import Connections, HttpSender
 from baseten_operator.baseten.errors import AmbiguousName, BasetenAPIError, RateLimited
@@ -48,7 +50,6 @@ from baseten_operator.plan.actions import (
     SettingChange,
     UpdateEnvironment,
 )
-from baseten_operator.runtime.http1 import Answer
 from baseten_operator.truss.pusher import PushOutcome, PushRequest
 
 # The only method a plan sends: HEAD and OPTIONS change nothing either, but the client
@@ -78,7 +79,7 @@ class ReadOnlyConnections:
         headers: Mapping[str, str],
         connect_timeout: float,
         read_timeout: float,
-    ) -> Answer:
+    ) -> requests.Response:
         if method.upper() != READ_METHOD:
             raise WriteRefused(f"plan refused to send {method} {target}")
         return self._connections.send(

@@ -1,7 +1,10 @@
-"""A small controller library on the official `kubernetes` client, in client-go's and
-controller-runtime's image (docs/design.md, "Runtime semantics").
+"""A small controller library on urllib3, in client-go's and controller-runtime's image
+(docs/design.md, "Runtime semantics").
 
-`client` (a dynamic JSON client), `resource` (where a kind lives in the API; plain data, no
+`client` (a dynamic JSON client), `pools` (urllib3 pools per server and what they may
+repeat), `proxyenv` (which proxy, as kubectl reads the variables), `trust` (the default CA
+bundle), `kubeconfig` and `execplugin` (where the API server is, how to authenticate),
+`resource` (where a kind lives in the API; plain data, no
 client), `errors` (the API's errors as types), `informer` (list+watch caches),
 `workqueue` (rate-limited queue), `controller` (workers, reconcile outcomes), `leaderelection`
 (Lease), `fence` (the write fence: only a replica proven to lead writes), `recorder`

@@ -1,33 +1,38 @@
 """A thin dynamic Kubernetes client that speaks plain JSON dicts.
 
 Where the API server is and how to authenticate come from kubeconfig.py (a kubeconfig
-or the pod's service account). Every request, watches included, goes through a lean
-keep-alive pool (http1.py); answers are `json.loads`-ed and never turned into generated
-model classes, which is much cheaper and works for custom resources alike. A request that
-could not connect is tried again (CONNECT_RETRY_PAUSES); one that may have reached the
-server never is: the caller decides. Credentials that can change (a rotated service
-account token, a kubeconfig's token file, exec plugins, OIDC) are asked again every few
-seconds, not on every request.
+or the pod's service account). Every request, watches included, goes through one urllib3
+pool of kept-alive connections (pools.py); answers are `json.loads`-ed and never turned
+into generated model classes, which is much cheaper and works for custom resources
+alike. A request that could not connect is tried again (CONNECT_RETRY_PAUSES), a GET whose
+kept-alive connection broke before any answer once at once (pools.SAFE_RETRY); one that
+may have reached the server never is: the caller decides. Credentials that can change (a
+rotated service account token, a kubeconfig's token file, exec plugins, OIDC) are asked
+again every few seconds, not on every request, and at once when the server answers 401
+(an exec plugin's credentials revoked or expired early), for one more try.
 Errors become the typed `ApiError` subclasses of errors.py; what a request names is a
 `Resource` (resource.py).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
-from collections.abc import Callable, Iterator
-from typing import Any, Literal, TypeVar
+from collections.abc import Iterator
+from typing import Any, Literal
 from urllib.parse import quote, urlencode, urlsplit
 
 import structlog
+import urllib3
+from urllib3.exceptions import HTTPError
 
 from baseten_operator.runtime import kubeconfig
 from baseten_operator.runtime.clock import Clock, RealClock
 from baseten_operator.runtime.errors import ConnectionFailed, api_error
 from baseten_operator.runtime.fence import WriteFence
-from baseten_operator.runtime.http1 import Answer, ConnectFailed, HttpFailure, Pool, Stream
 from baseten_operator.runtime.kubeconfig import ClusterAccess, KubeConfigError
+from baseten_operator.runtime.pools import ServerPool, never_sent
 from baseten_operator.runtime.resource import Resource
 
 log = structlog.get_logger(__name__)
@@ -63,7 +68,8 @@ _PATCH_CONTENT_TYPES: dict[str, str] = {
     "json": "application/json-patch+json",
     "strategic": "application/strategic-merge-patch+json",
 }
-_Sent = TypeVar("_Sent", Answer, Stream)
+_UNAUTHORIZED = 401
+JSON = "application/json"
 
 
 def _decode(data: bytes) -> Any:
@@ -78,47 +84,70 @@ def _decode(data: bytes) -> Any:
 class WatchStream(Iterator[dict[str, Any]]):
     """The events of one watch request, read line by line as they arrive.
 
-    `close()` may be called from another thread: it shuts the socket down so a
-    reader blocked on it returns at once, and iteration then ends quietly.
+    `close()` may be called from another thread: it shuts the connection's reading side
+    down so a reader blocked on it returns at once, and iteration then ends quietly. The
+    response is released on the thread that reads it (or by `close` when nobody does), so
+    no two threads ever hand its connection back.
     """
 
-    def __init__(self, stream: Stream) -> None:
-        self._stream = stream
-        self._lines = iter(stream)
+    def __init__(self, response: urllib3.BaseHTTPResponse) -> None:
+        self._response = response
+        self._lines = iter(response)
         self._closed = threading.Event()
+        self._reading = threading.Lock()  # held while a line is being read
+        self._released = False
 
     def __next__(self) -> dict[str, Any]:
-        while True:
-            if self._closed.is_set():  # lines already read stay unread
-                raise StopIteration
-            try:
-                line = next(self._lines)
-            except StopIteration:
-                raise
-            except Exception as exc:
-                if self._closed.is_set():
-                    raise StopIteration from None
-                self._stream.close()
-                if isinstance(exc, OSError):
-                    raise ConnectionFailed(0, "ConnectionError", f"watch broke: {exc}") from exc
-                raise
-            if not line.strip():
-                continue
-            event = _decode(line)
-            if not isinstance(event, dict):
-                self._stream.close()
-                raise ConnectionFailed(
-                    0, "ConnectionError", f"watch broke: not a watch event: {line[:80]!r}"
-                )
-            if event.get("type") == "ERROR":
-                self._stream.close()
-                status = event.get("object") or {}
-                raise api_error(int(status.get("code") or 500), status)
-            return dict(event)
+        with self._reading:
+            while True:
+                if self._closed.is_set():  # lines already read stay unread
+                    self._release()
+                    raise StopIteration
+                try:
+                    line = next(self._lines)
+                except StopIteration:
+                    self._release()
+                    raise
+                except Exception as exc:
+                    self._release()
+                    if self._closed.is_set():
+                        raise StopIteration from None
+                    if isinstance(exc, HTTPError | OSError):
+                        raise ConnectionFailed(0, "ConnectionError", f"watch broke: {exc}") from exc
+                    raise
+                if not line.strip():
+                    continue
+                event = _decode(line)
+                if not isinstance(event, dict):
+                    self._release()
+                    raise ConnectionFailed(
+                        0, "ConnectionError", f"watch broke: not a watch event: {line[:80]!r}"
+                    )
+                if event.get("type") == "ERROR":
+                    self._release()
+                    status = event.get("object") or {}
+                    raise api_error(int(status.get("code") or 500), status)
+                return dict(event)
 
     def close(self) -> None:
         self._closed.set()
-        self._stream.close()
+        if self._reading.acquire(blocking=False):  # nobody reads: release it here
+            try:
+                self._release()
+            finally:
+                self._reading.release()
+            return
+        with contextlib.suppress(Exception):  # its connection may be gone already
+            self._response.shutdown()  # wakes the reader, which releases it
+
+    def _release(self) -> None:
+        """Close the response (a stream cut short cannot carry another request) and hand
+        its connection back to the pool, once."""
+        if self._released:
+            return
+        self._released = True
+        self._response.close()
+        self._response.release_conn()
 
 
 class KubeClient:
@@ -130,7 +159,7 @@ class KubeClient:
         request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
         fence: WriteFence | None = None,
         clock: Clock | None = None,
-        http: Pool | None = None,
+        http: ServerPool | None = None,
         connect_retry_pauses: tuple[float, ...] = CONNECT_RETRY_PAUSES,
     ) -> None:
         self.access = access
@@ -140,14 +169,16 @@ class KubeClient:
         self._fence = fence
         self._clock: Clock = clock or RealClock()
         self._prefix = urlsplit(access.server).path.rstrip("/")
-        self._http = http or Pool(
+        self._http = http or ServerPool(
             access.server,
             tls=access.tls,
             server_hostname=access.server_hostname,
             proxy=access.proxy,
+            proxy_tls=access.proxy_tls,
             maxsize=CONNECTION_POOL_SIZE,
         )
         self._connect_retry_pauses = connect_retry_pauses
+        self._timeout = urllib3.Timeout(connect=request_timeout, read=request_timeout)
         self._auth: dict[str, str] | None = None
         self._auth_read_at = 0.0
 
@@ -252,22 +283,21 @@ class KubeClient:
             fieldSelector=field_selector,
         )
         read_timeout = None if timeout_seconds is None else timeout_seconds + WATCH_READ_GRACE
+        timeout = urllib3.Timeout(connect=WATCH_CONNECT_TIMEOUT, read=read_timeout)
         path = res.path(namespace)
-        target = self._target(path, query)
-        headers = self._headers(_accept(metadata_only, "PartialObjectMetadata"), JSON)
-        try:
-            stream = self._connecting(
-                lambda: self._http.stream(
-                    "GET", target, headers=headers,
-                    connect_timeout=WATCH_CONNECT_TIMEOUT, read_timeout=read_timeout,
-                )
-            )  # fmt: skip
-            if not 200 <= stream.status <= 299:
-                data = stream.read()
-                raise api_error(stream.status, _decode(data), stream.headers.get("Retry-After"))
-        except HttpFailure as exc:
-            raise ConnectionFailed(0, "ConnectionError", f"GET {path}: {exc}") from exc
-        return WatchStream(stream)
+        response = self._send(
+            "GET", path, query, accept=_accept(metadata_only, "PartialObjectMetadata"),
+            timeout=timeout, stream=True,
+        )  # fmt: skip
+        if not 200 <= response.status <= 299:
+            try:
+                data = response.read()
+            except (HTTPError, OSError) as exc:
+                raise ConnectionFailed(0, "ConnectionError", f"GET {path}: {exc}") from exc
+            finally:
+                response.release_conn()
+            raise api_error(response.status, _decode(data), response.headers.get("Retry-After"))
+        return WatchStream(response)
 
     # -- writes -------------------------------------------------------------------------
 
@@ -369,33 +399,65 @@ class KubeClient:
         read."""
         if method != "GET" and self._fence is not None:
             self._fence.check(f"{method} {path}")
-        bound = self.request_timeout if timeout is None else timeout
+        bound = self._timeout if timeout is None else urllib3.Timeout(connect=timeout, read=timeout)
         payload = None if body is None else json.dumps(body).encode()
-        target, headers = self._target(path, query), self._headers(accept, content_type)
-        try:
-            answer = self._connecting(
-                lambda: self._http.request(
-                    method, target, headers=headers, body=payload,
-                    connect_timeout=bound, read_timeout=bound,
-                )
-            )  # fmt: skip
-        except OSError as exc:
-            raise ConnectionFailed(0, "ConnectionError", f"{method} {path}: {exc}") from exc
-        if not 200 <= answer.status <= 299:
-            raise api_error(answer.status, _decode(answer.data), answer.headers.get("Retry-After"))
-        return _decode(answer.data)
+        response = self._send(
+            method, path, query, accept=accept, content_type=content_type, body=payload,
+            timeout=bound,
+        )  # fmt: skip
+        if not 200 <= response.status <= 299:
+            raise api_error(
+                response.status, _decode(response.data), response.headers.get("Retry-After")
+            )
+        return _decode(response.data)
 
-    def _connecting(self, send: Callable[[], _Sent]) -> _Sent:
-        """`send()`, tried again after each pause while no connection could be made."""
+    def _send(
+        self,
+        method: str,
+        path: str,
+        query: QueryParams | None,
+        *,
+        accept: str,
+        timeout: urllib3.Timeout,
+        content_type: str = JSON,
+        body: bytes | None = None,
+        stream: bool = False,
+    ) -> urllib3.BaseHTTPResponse:
+        """Send, tried again after each pause while no connection could be made, and once
+        more with fresh credentials when the server answers 401 to ones that can change;
+        a failure to get an answer is a ConnectionFailed."""
+        target = self._target(path, query)
         pauses = iter(self._connect_retry_pauses)
+        reauthenticated = False
         while True:
+            headers = self._headers(accept, content_type)
             try:
-                return send()
-            except ConnectFailed:
-                pause = next(pauses, None)
+                response = self._http.request(
+                    method, target, headers=headers, body=body, timeout=timeout, stream=stream
+                )
+            except (HTTPError, OSError) as exc:
+                pause = next(pauses, None) if never_sent(exc) else None
                 if pause is None:
-                    raise
+                    raise ConnectionFailed(0, "ConnectionError", f"{method} {path}: {exc}") from exc
                 self._clock.sleep(pause)
+                continue
+            if response.status != _UNAUTHORIZED or reauthenticated or not self._renewed():
+                return response
+            response.drain_conn()
+            reauthenticated = True
+
+    def _renewed(self) -> bool:
+        """After a 401: whether the credentials could be renewed now (an exec plugin run
+        again), not at the next refresh. A renewed client certificate is presented only by
+        new connections: the kept-alive ones go."""
+        try:
+            renewed = self.access.credentials.renew()
+        except KubeConfigError as exc:  # nothing was sent: retried like a refused connection
+            raise ConnectionFailed(0, "ConnectionError", str(exc)) from exc
+        if renewed:
+            self._auth = None
+            self._http.renew_connections()
+        return renewed
 
     def _target(self, path: str, query: QueryParams | None) -> str:
         target = self._prefix + path
@@ -426,9 +488,6 @@ class KubeClient:
             raise ConnectionFailed(0, "ConnectionError", str(exc)) from exc
         self._auth_read_at = now
         return self._auth
-
-
-JSON = "application/json"
 
 
 def _accept(metadata_only: bool, kind: str) -> str:

@@ -9,7 +9,13 @@ served at once is capped: one beyond the cap is closed at once instead of costin
 thread. With a TLS context the handshake runs on the connection's own thread under the
 same timeout, so a client that never finishes it cannot stall the accept loop. The accept
 loop sleeps until a connection or `shutdown` wakes it, where socketserver's polls a few
-times a second (an idle operator's main cost).
+times a second (an idle operator's main cost). An address with an empty host listens on
+IPv6 and IPv4 at once (controller-runtime's `:8443`), so probes reach it on any cluster.
+
+`BoundedRequestHandler` (the metrics and probe servers' handler) also bounds the request
+head as a whole: its status line and headers must have arrived `idle_timeout` after the
+server began waiting for them, however the bytes trickle in. A per-read timeout alone
+lets a client that sends a byte every few seconds hold a slot for ever.
 
 `RoutedHTTPServer` maps path prefixes to handlers that return a whole `Response`. The
 response leaves in one write (buffered writer, flushed once per request) with
@@ -20,10 +26,13 @@ response leaves in one write (buffered writer, flushed once per request) with
 from __future__ import annotations
 
 import contextlib
+import functools
+import io
 import selectors
 import socket
 import ssl
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -35,10 +44,12 @@ import structlog
 
 _log = structlog.get_logger(__name__)
 
-# An address with an empty host (":8080") binds every interface, as controller-runtime's
-# bind-address flags do: in a pod, the kubelet's probes and Prometheus come from
-# outside. Tests and the sandbox pass "127.0.0.1:0" explicitly.
-DEFAULT_HOST = "0.0.0.0"
+# An address with an empty host (":8080") binds every interface, IPv6 and IPv4 alike, as
+# controller-runtime's bind-address flags do: in a pod, the kubelet's probes and Prometheus
+# come from outside, over whichever family the cluster runs. Tests and the sandbox pass
+# "127.0.0.1:0" explicitly.
+DEFAULT_HOST = "::"
+_IPV4_ANY = "0.0.0.0"  # where a kernel without IPv6 listens instead
 DISABLED = "0"
 # How long closing a server waits for the threads of the connections it ended.
 _CLOSE_TIMEOUT = 5.0
@@ -54,6 +65,16 @@ class ConnectionLimits:
 
 
 TLSContextSource = Callable[[], ssl.SSLContext]  # the context for the next connection
+
+
+@functools.cache
+def _ipv6_available() -> bool:
+    """Whether this kernel makes IPv6 sockets (a node booted with IPv6 off does not)."""
+    try:
+        socket.socket(socket.AF_INET6, socket.SOCK_STREAM).close()
+    except OSError:
+        return False
+    return True
 
 
 class BoundedHTTPServer(ThreadingHTTPServer):
@@ -85,7 +106,18 @@ class BoundedHTTPServer(ThreadingHTTPServer):
         # that `server_close` ends them rather than leaving their threads behind.
         self._served: set[socket.socket] = set()
         self._served_changed = threading.Condition()
-        super().__init__(address, handler_class)
+        host, port = address
+        if host == DEFAULT_HOST and not _ipv6_available():
+            host = _IPV4_ANY
+        self.address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        super().__init__((host, port), handler_class)
+
+    def server_bind(self) -> None:
+        if self.address_family == socket.AF_INET6 and self.server_address[0] == DEFAULT_HOST:
+            # Dual-stack: IPv4 clients arrive as ::ffff:a.b.c.d (some systems default to
+            # IPv6 only).
+            self.socket.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        super().server_bind()
 
     def serve_forever(self, poll_interval: float = 0.5) -> None:
         """Accept connections until `shutdown`; `poll_interval` is ignored: nothing polls."""
@@ -180,13 +212,80 @@ RequestFilter = Callable[[str, str, Mapping[str, str]], "Response | None"]
 
 
 def parse_bind_address(address: str) -> tuple[str, int] | None:
-    """ "host:port" -> (host, port); ":port" -> every interface; "0" -> None (disabled)."""
+    """ "host:port" -> (host, port); "[v6]:port" -> (v6, port); ":port" -> every interface,
+    both families; "0" -> None (disabled)."""
     if address == DISABLED:
         return None
     host, sep, port = address.rpartition(":")
     if not sep or not port.isdigit() or int(port) > 65535:
         raise ValueError(f"invalid bind address {address!r}: expected [host]:port or '0'")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
     return (host or DEFAULT_HOST, int(port))
+
+
+class _HeadDeadline(io.RawIOBase):
+    """A connection's reads, cut short once a request head is overdue.
+
+    While `arm`ed, no read waits past the deadline (the socket's timeout is lowered to what
+    is left); a read that would start after it fails as a timeout. Disarmed, reads wait the
+    socket's own timeout. A head that arrives in one read, the usual case, costs no extra
+    system call.
+    """
+
+    def __init__(self, sock: socket.socket, timeout: float) -> None:
+        self._sock = sock
+        self._timeout = timeout
+        self._deadline: float | None = None
+        self._lowered = False
+
+    def arm(self) -> None:
+        self._deadline = time.monotonic() + self._timeout
+
+    def disarm(self) -> None:
+        self._deadline = None
+        if self._lowered:
+            self._sock.settimeout(self._timeout)
+            self._lowered = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if self._deadline is not None:
+            remaining = self._deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError("the request head did not arrive in time")
+            if remaining < self._timeout:
+                self._sock.settimeout(remaining)
+                self._lowered = True
+        return self._sock.recv_into(buffer)
+
+
+class BoundedRequestHandler(BaseHTTPRequestHandler):
+    """A request handler whose request heads must arrive within the server's idle timeout
+    (counted from when it starts waiting for one, the keep-alive wait included)."""
+
+    server: BoundedHTTPServer
+
+    def setup(self) -> None:
+        super().setup()
+        self.rfile.close()  # the socket's own reader, replaced: closing it frees the socket
+        self._head = _HeadDeadline(self.connection, self.server.limits.idle_timeout)
+        self.rfile = io.BufferedReader(self._head)
+
+    def handle_one_request(self) -> None:
+        # An overdue head is a TimeoutError, which the base class answers by closing.
+        self._head.arm()
+        try:
+            super().handle_one_request()
+        finally:
+            self._head.disarm()
+
+    def parse_request(self) -> bool:
+        parsed = super().parse_request()  # reads the headers: the head is complete
+        self._head.disarm()
+        return parsed
 
 
 class _Server(BoundedHTTPServer):
@@ -204,7 +303,7 @@ class _Server(BoundedHTTPServer):
         super().__init__(address, _RequestHandler, limits=limits, tls=tls)
 
 
-class _RequestHandler(BaseHTTPRequestHandler):
+class _RequestHandler(BoundedRequestHandler):
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True
     wbufsize = 1 << 16  # headers and body collect here and leave in one send

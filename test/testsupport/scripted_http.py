@@ -6,7 +6,9 @@ from __future__ import annotations
 import socket
 import ssl
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+
+import pytest
 
 # A request's head and body as the server read them.
 Request = tuple[bytes, bytes]
@@ -106,9 +108,49 @@ def answering(*answers: bytes) -> Script:
     return script
 
 
+def dropping_reused_connections(answer: bytes) -> Script:
+    """Each connection answers one request, then closes as the next one arrives without
+    answering it: a kept-alive connection the server dropped just as a client reused it."""
+
+    def script(peer: Peer) -> None:
+        if peer.read_request() is not None:
+            peer.send(answer)
+            peer.read_request()
+
+    return script
+
+
+def never_answering(released: threading.Event) -> Script:
+    """Reads requests and answers none, until `released` is set (then the connection
+    closes): a server too slow for any read timeout."""
+
+    def script(peer: Peer) -> None:
+        while peer.read_request() is not None:
+            if released.wait(10):
+                return
+
+    return script
+
+
 def every_request(answer: bytes) -> Script:
     def script(peer: Peer) -> None:
         while peer.read_request() is not None:
             peer.send(answer)
 
     return script
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[..., ScriptedServer]]:
+    """Starts scripted servers (`serve(script, tls=None)`), closed after the test. Import it
+    into a conftest to use it."""
+    servers: list[ScriptedServer] = []
+
+    def start(script: Script, tls: ssl.SSLContext | None = None) -> ScriptedServer:
+        server = ScriptedServer(script, tls)
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.close()

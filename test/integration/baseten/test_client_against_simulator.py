@@ -213,12 +213,13 @@ def test_dropped_connections(sim: Any, client: BasetenClient) -> None:
     dep_id = sim.seed_deployment(model_id, "depl-a", status="ACTIVE")["id"]
     sim.seed_environment(model_id, "production")
 
-    # A GET whose connection drops is simply sent again.
+    # A GET whose connection drops is simply sent again, at once on a fresh connection by
+    # urllib3 (runtime/pools.py SAFE_RETRY): the call never sees a failed request.
     get_env = "/v1/models/{model_id}/environments/{env_name}"
     drops_before = requests_seen("0", get_env)
     sim.inject_fault("get_environment", "drop", 1)
     assert client.get_environment(model_id, "production").name == "production"
-    assert requests_seen("0", get_env) - drops_before == 1
+    assert requests_seen("0", get_env) - drops_before == 0
 
     # A promote whose connection drops after sending may have happened: never repeated.
     promote = "/v1/models/{model_id}/environments/{env_name}/promote"

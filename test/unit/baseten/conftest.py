@@ -7,30 +7,16 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+import responses
 
 from baseten_operator.baseten.client import BasetenClient
-from baseten_operator.runtime.clock import FakeClock
 from baseten_operator.runtime.metrics import REGISTRY
-from testsupport.http_mock import HttpMock
+from testsupport.clocks import SleepRecordingClock
+from testsupport.forward_proxy import proxies  # noqa: F401 (a fixture)
+from testsupport.scripted_http import serve  # noqa: F401 (a fixture)
 
 API_KEY = "sk-test-5ecret-KEY-0123456789"
 BASE = "https://api.test/v1"
-
-
-class SleepRecordingClock(FakeClock):
-    """A FakeClock whose `sleep` moves time itself, recording each request.
-
-    The client sleeps on its own thread (backoff, Retry-After, token buckets); with
-    this clock those waits complete at once and the test can assert their lengths.
-    """
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.sleeps: list[float] = []
-
-    def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.advance(seconds)
 
 
 @pytest.fixture
@@ -45,8 +31,9 @@ def client(clock: SleepRecordingClock) -> BasetenClient:
 
 
 @pytest.fixture
-def rsps() -> Iterator[HttpMock]:
-    with HttpMock(assert_all_requests_are_fired=True) as mock:
+def rsps() -> Iterator[responses.RequestsMock]:
+    """Baseten mocked at requests' adapter: nothing leaves the process."""
+    with responses.RequestsMock(assert_all_requests_are_fired=True) as mock:
         yield mock
 
 

@@ -6,11 +6,11 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+import responses
 
 from baseten_operator.baseten.client import BasetenClient
 from baseten_operator.baseten.errors import BasetenAPIError
 from baseten_operator.baseten.models import DeploymentV1, EnvironmentV1
-from testsupport.http_mock import HttpMock
 
 Call = Callable[[BasetenClient], None]
 
@@ -86,7 +86,7 @@ ACCEPTED: list[tuple[tuple[str, str, Call], dict[str, Any]]] = [
 @pytest.mark.parametrize(("endpoint", "answer"), REFUSED)
 def test_a_200_without_a_positive_acknowledgement_is_an_error_quoting_the_answer(
     client: BasetenClient,
-    rsps: HttpMock,
+    rsps: responses.RequestsMock,
     base_url: str,
     endpoint: tuple[str, str, Call],
     answer: dict[str, Any],
@@ -104,7 +104,7 @@ def test_a_200_without_a_positive_acknowledgement_is_an_error_quoting_the_answer
 @pytest.mark.parametrize(("endpoint", "answer"), ACCEPTED)
 def test_a_positive_acknowledgement_passes(
     client: BasetenClient,
-    rsps: HttpMock,
+    rsps: responses.RequestsMock,
     base_url: str,
     endpoint: tuple[str, str, Call],
     answer: dict[str, Any],
@@ -122,7 +122,7 @@ def test_a_cancel_says_how_baseten_stops_the_promotion(
 
 
 def test_the_quoted_answer_never_carries_the_api_key(
-    client: BasetenClient, rsps: HttpMock, base_url: str, api_key: str
+    client: BasetenClient, rsps: responses.RequestsMock, base_url: str, api_key: str
 ) -> None:
     rsps.delete(f"{base_url}/models/m1", json={"error": f"bad key {api_key}"})
     with pytest.raises(BasetenAPIError) as raised:

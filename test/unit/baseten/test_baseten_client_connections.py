@@ -1,23 +1,43 @@
-"""Where requests go: the CA bundle and the proxy, read from the environment once."""
+"""Where requests go: the CA bundle and the proxy, read from the environment once, and
+real traffic through the session: TLS verification, forward proxies on loopback
+(testsupport's), and what urllib3 may send again on its own."""
 
 from __future__ import annotations
 
 import base64
 import http.server
+import random
+import socket
 import ssl
 import subprocess
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import certifi
 import pytest
+import requests
 
+from baseten_operator.baseten.client import BasetenClient
 from baseten_operator.baseten.connections import Connections, ca_bundle
-from baseten_operator.runtime.http1 import Proxy, TLSFailed
-from baseten_operator.runtime.proxies import proxy_for
+from baseten_operator.baseten.errors import BasetenAPIError, ConfigError
 from baseten_operator.runtime.tlscert import self_signed_pem
+from testsupport.clocks import SleepRecordingClock
+from testsupport.forward_proxy import ForwardProxy, ipv6_loopback
+from testsupport.scripted_http import (
+    ScriptedServer,
+    dropping_reused_connections,
+    every_request,
+    never_answering,
+)
+from testsupport.tls import serving_context
 
 BASE = "https://api.baseten.co/v1"
+MODELS = b'{"models": []}'
+OK = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (
+    len(MODELS),
+    MODELS,
+)
 
 
 def test_tls_trusts_certifi_unless_a_bundle_variable_names_another(tmp_path: Path) -> None:
@@ -75,13 +95,13 @@ def _get(connections: Connections) -> int:
     answer = connections.send(
         "GET", "/v1/models", body=None, headers={}, connect_timeout=5, read_timeout=5
     )
-    return answer.status
+    return answer.status_code
 
 
 def test_connections_verify_tls_against_the_bundle_file_or_directory(tmp_path: Path) -> None:
     cert, url = _tls_server(tmp_path)
     assert _get(Connections(url, 4, {"SSL_CERT_FILE": str(cert)})) == 200
-    with pytest.raises(TLSFailed, match="CERTIFICATE_VERIFY_FAILED"):
+    with pytest.raises(requests.exceptions.SSLError, match="CERTIFICATE_VERIFY_FAILED"):
         _get(Connections(url, 4, {}))  # certifi's CAs do not know it
     # A directory is OpenSSL's hashed-name store.
     store = tmp_path / "cas"
@@ -90,60 +110,145 @@ def test_connections_verify_tls_against_the_bundle_file_or_directory(tmp_path: P
         ["openssl", "x509", "-hash", "-noout", "-in", str(cert)],
         capture_output=True, text=True, check=True,
     ).stdout.strip()  # fmt: skip
-    with pytest.raises(TLSFailed):
+    with pytest.raises(requests.exceptions.SSLError):
         _get(Connections(url, 4, {"REQUESTS_CA_BUNDLE": str(store)}))
     (store / f"{subject_hash}.0").write_bytes(cert.read_bytes())
     assert _get(Connections(url, 4, {"REQUESTS_CA_BUNDLE": str(store)})) == 200
 
 
-@pytest.mark.parametrize(
-    ("environ", "proxy"),
-    [
-        ({}, None),
-        ({"HTTPS_PROXY": "http://proxy:3128"}, "http://proxy:3128"),
-        ({"https_proxy": "http://lower:1", "HTTPS_PROXY": "http://upper:2"}, "http://lower:1"),
-        ({"HTTP_PROXY": "http://plain:3128"}, None),  # another scheme's
-        ({"ALL_PROXY": "http://all:3128"}, "http://all:3128"),
-        ({"HTTPS_PROXY": "http://proxy:3128", "NO_PROXY": "baseten.co"}, None),
-        ({"HTTPS_PROXY": "http://proxy:3128", "no_proxy": "*"}, None),
-        ({"HTTPS_PROXY": "http://proxy:3128", "NO_PROXY": "example.com"}, "http://proxy:3128"),
-        ({"HTTPS_PROXY": "http://p:1", "NO_PROXY": "x.org, .baseten.co"}, None),
-        ({"HTTPS_PROXY": "http://p:1", "NO_PROXY": "api.baseten.co:443"}, None),
-        ({"HTTPS_PROXY": "http://p:1", "NO_PROXY": "api.baseten.co:8443"}, "http://p:1"),
-        ({"HTTPS_PROXY": "http://p:1", "NO_PROXY": "ten.co"}, "http://p:1"),  # not a parent
-    ],
-)
-def test_the_proxy_follows_the_proxy_variables(environ: dict[str, str], proxy: str | None) -> None:
-    assert proxy_for(BASE, environ) == proxy
+# -- real traffic through proxies -----------------------------------------------------------
+# The API is `api.test`, a name nothing resolves but the proxy: a call that is answered
+# went through the proxy.
 
 
-@pytest.mark.parametrize(
-    ("url", "no_proxy", "bypassed"),
-    [
-        ("http://10.1.2.3:8080/v1", "10.0.0.0/8", True),
-        ("http://10.1.2.3:8080/v1", "10.1.2.3", True),
-        ("http://192.168.1.1/v1", "10.0.0.0/8", False),
-        ("http://[::1]:8080/v1", "::1", True),
-        ("http://localhost:8080/v1", "localhost", True),
-    ],
-)
-def test_no_proxy_takes_addresses_and_networks(url: str, no_proxy: str, bypassed: bool) -> None:
-    environ = {"HTTP_PROXY": "http://p:1", "NO_PROXY": no_proxy}
-    assert (proxy_for(url, environ) is None) == bypassed
+@pytest.fixture
+def api(serve: Callable[..., ScriptedServer], tmp_path: Path) -> tuple[int, Path]:
+    """An HTTPS API for `api.test` answering every call with no models: its port, and a
+    CA bundle that trusts it."""
+    context, cert = serving_context("api.test")
+    bundle = tmp_path / "bundle.pem"
+    bundle.write_bytes(cert)
+    return serve(every_request(OK), context).port, bundle
 
 
-def test_a_proxy_tunnels_https_and_carries_its_credentials() -> None:
-    environ = {"HTTPS_PROXY": "http://user:p%40ss@proxy:3128"}
-    pool = Connections(BASE, 4, environ)._pool
-    credentials = base64.b64encode(b"user:p@ss").decode()
-    assert pool._proxy == Proxy(
-        "http://proxy:3128", {"Proxy-Authorization": f"Basic {credentials}"}
+def client(
+    port: int, environ: dict[str, str], clock: SleepRecordingClock | None = None
+) -> BasetenClient:
+    return BasetenClient(
+        "k",
+        f"https://api.test:{port}/v1",
+        connect=lambda url: Connections(url, 4, environ),
+        clock=clock or SleepRecordingClock(),
+        rng=random.Random(7),
     )
-    # HTTPS goes through a CONNECT tunnel to the API's host (runtime/http1.py tests both ways).
-    assert (pool.host, pool._forwarded) == ("api.baseten.co", False)
 
 
-def test_plain_http_through_a_proxy_is_forwarded_to_it() -> None:
-    pool = Connections("http://api.test/v1", 4, {"HTTP_PROXY": "http://proxy:3128"})._pool
-    assert pool._forwarded
-    assert pool._proxy == Proxy("http://proxy:3128", {})
+def test_a_proxy_written_without_a_scheme_is_an_http_proxy(
+    api: tuple[int, Path], proxies: Callable[..., ForwardProxy]
+) -> None:
+    port, bundle = api
+    proxy = proxies()
+    environ = {"HTTPS_PROXY": proxy.address, "SSL_CERT_FILE": str(bundle)}  # "127.0.0.1:port"
+    assert client(port, environ).list_models() == []
+    assert [asked.line.rpartition(" ")[0] for asked in proxy.asked] == [f"CONNECT api.test:{port}"]
+
+
+def test_an_https_proxy_is_spoken_to_over_tls_and_gets_its_credentials_there(
+    api: tuple[int, Path], proxies: Callable[..., ForwardProxy]
+) -> None:
+    port, bundle = api
+    context, proxy_cert = serving_context("127.0.0.1")
+    proxy = proxies(tls=context)
+    bundle.write_bytes(bundle.read_bytes() + proxy_cert)  # a corporate bundle trusts both
+    environ = {"HTTPS_PROXY": f"https://ann:s%40cret@{proxy.address}", "SSL_CERT_FILE": str(bundle)}
+    assert client(port, environ).list_models() == []
+    # The proxy read the credentials only inside its TLS: they never crossed in clear.
+    assert proxy.asked[0].authorization == "Basic " + base64.b64encode(b"ann:s@cret").decode()
+
+
+@pytest.mark.skipif(not ipv6_loopback(), reason="no IPv6 on this machine")
+def test_an_ipv6_proxy_carries_calls(
+    api: tuple[int, Path], proxies: Callable[..., ForwardProxy]
+) -> None:
+    port, bundle = api
+    proxy = proxies("::1")
+    environ = {"HTTPS_PROXY": proxy.url, "SSL_CERT_FILE": str(bundle)}  # http://[::1]:port
+    assert client(port, environ).list_models() == []
+    assert len(proxy.asked) == 1
+
+
+def test_a_host_no_proxy_covers_is_reached_directly(
+    api: tuple[int, Path], proxies: Callable[..., ForwardProxy]
+) -> None:
+    port, bundle = api
+    proxy = proxies()
+    environ = {"HTTPS_PROXY": proxy.url, "NO_PROXY": "*.test", "SSL_CERT_FILE": str(bundle)}
+    with pytest.raises(BasetenAPIError) as caught:  # api.test resolves nowhere but there
+        BasetenClient(
+            "k", f"https://api.test:{port}/v1", clock=SleepRecordingClock(), max_attempts=1,
+            connect=lambda url: Connections(url, 4, environ),
+        ).list_models()  # fmt: skip
+    assert caught.value.is_connection_error
+    assert proxy.asked == []
+
+
+# -- what is sent again -------------------------------------------------------------------
+
+
+def test_a_get_on_a_kept_alive_connection_the_server_just_closed_is_sent_again_at_once(
+    serve: Callable[..., ScriptedServer],
+) -> None:
+    server = serve(dropping_reused_connections(OK))
+    clock = SleepRecordingClock()
+    baseten = BasetenClient("k", f"{server.url}/v1", clock=clock)
+    assert baseten.list_models() == []
+    assert baseten.list_models() == []
+    assert clock.sleeps == []  # no backoff: the GET went again on a fresh connection
+    assert (len(server.requests), server.connections) == (3, 2)
+
+
+def test_a_post_that_may_have_reached_the_server_is_not_sent_again(
+    serve: Callable[..., ScriptedServer],
+) -> None:
+    server = serve(dropping_reused_connections(OK))
+    baseten = BasetenClient("k", f"{server.url}/v1", clock=SleepRecordingClock())
+    baseten.list_models()
+    with pytest.raises(BasetenAPIError, match="connection error on POST"):
+        baseten.activate_deployment("m1", "d1")
+    assert len(server.requests) == 2
+
+
+def test_a_post_that_could_not_connect_is_tried_again(unused_port: int) -> None:
+    clock = SleepRecordingClock()
+    baseten = BasetenClient("k", f"http://127.0.0.1:{unused_port}/v1", clock=clock, max_attempts=3)
+    with pytest.raises(BasetenAPIError, match="Connection refused") as caught:
+        baseten.activate_deployment("m1", "d1")
+    assert caught.value.status_code == 0
+    assert len(clock.sleeps) == 2  # backed off between the three attempts
+
+
+@pytest.fixture
+def unused_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.mark.parametrize("key", ["sk-abc\nX-Injected: yes", "sk-abc\rdef", "sk-ä"])
+def test_a_key_no_header_can_carry_is_a_clear_configuration_error(key: str) -> None:
+    with pytest.raises(ConfigError, match="line break or another character"):
+        BasetenClient(key, BASE)
+
+
+def test_a_get_that_timed_out_is_not_sent_again_by_the_pool(
+    serve: Callable[..., ScriptedServer],
+) -> None:
+    answered = threading.Event()
+    server = serve(never_answering(answered))
+    baseten = BasetenClient(
+        "k", f"{server.url}/v1", clock=SleepRecordingClock(), timeout=0.3, max_attempts=1
+    )
+    with pytest.raises(BasetenAPIError, match="^timeout on GET /v1/models"):
+        baseten.list_models()
+    answered.set()
+    assert len(server.requests) == 1

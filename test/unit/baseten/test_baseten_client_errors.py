@@ -8,31 +8,49 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+import requests
+import responses
 import structlog
+from urllib3.exceptions import (
+    ConnectTimeoutError,
+    MaxRetryError,
+    NewConnectionError,
+    ProtocolError,
+)
 
 from baseten_operator.baseten.client import BasetenClient
 from baseten_operator.baseten.errors import BasetenAPIError, RateLimited
 from baseten_operator.runtime.clock import FakeClock
 from baseten_operator.runtime.fence import NotLeader, WriteFence
-from baseten_operator.runtime.http1 import (
-    AnswerBroken,
-    ConnectFailed,
-    ConnectTimedOut,
-    ReadTimedOut,
-)
-from testsupport.http_mock import HttpMock
 from testsupport.polling import wait_for
 
 ACTIVATE_TEMPLATE = "/v1/models/{model_id}/deployments/{deployment_id}/activate"
 
 
-def refused() -> ConnectFailed:
-    """What the pool raises when nothing listens: the server never saw the request."""
-    return ConnectFailed("Failed to establish a new connection: [Errno 111] Connection refused")
+# The failures as requests raises them (urllib3's, wrapped).
+
+
+def refused() -> requests.ConnectionError:
+    """Nothing listens: the server never saw the request."""
+    cause = NewConnectionError(
+        None, "Failed to establish a new connection: [Errno 111] Connection refused"
+    )  # type: ignore[arg-type]
+    return requests.ConnectionError(MaxRetryError(None, "/v1", cause))  # type: ignore[arg-type]
+
+
+def connect_timed_out() -> requests.ConnectTimeout:
+    cause = ConnectTimeoutError("connect timed out")
+    return requests.ConnectTimeout(MaxRetryError(None, "/v1", cause))  # type: ignore[arg-type]
+
+
+def reset() -> requests.ConnectionError:
+    """The connection broke after the request went out: it may have been acted on."""
+    cause = ConnectionResetError(104, "Connection reset by peer")
+    return requests.ConnectionError(ProtocolError("Connection aborted.", cause))
 
 
 def test_401_is_not_retried_and_carries_the_server_message(
-    client: BasetenClient, rsps: HttpMock, base_url: str
+    client: BasetenClient, rsps: responses.RequestsMock, base_url: str
 ) -> None:
     rsps.get(f"{base_url}/models", status=401, json={"error": "Invalid API key"})
     with pytest.raises(BasetenAPIError) as caught:
@@ -43,14 +61,16 @@ def test_401_is_not_retried_and_carries_the_server_message(
 
 
 def test_detail_field_is_used_when_there_is_no_message(
-    client: BasetenClient, rsps: HttpMock, base_url: str
+    client: BasetenClient, rsps: responses.RequestsMock, base_url: str
 ) -> None:
     rsps.get(f"{base_url}/models/m1/deployments/d1", status=404, json={"detail": "Not Found"})
     with pytest.raises(BasetenAPIError, match=r"^HTTP 404: Not Found$"):
         client.get_deployment("m1", "d1")
 
 
-def test_plain_text_error_body(client: BasetenClient, rsps: HttpMock, base_url: str) -> None:
+def test_plain_text_error_body(
+    client: BasetenClient, rsps: responses.RequestsMock, base_url: str
+) -> None:
     rsps.post(
         f"{base_url}/models/m1/environments",
         status=400,
@@ -63,7 +83,7 @@ def test_plain_text_error_body(client: BasetenClient, rsps: HttpMock, base_url: 
 
 
 def test_long_error_bodies_are_truncated(
-    client: BasetenClient, rsps: HttpMock, base_url: str
+    client: BasetenClient, rsps: responses.RequestsMock, base_url: str
 ) -> None:
     rsps.get(f"{base_url}/models", status=400, body="<html>" + "x" * 5000 + "</html>")
     with pytest.raises(BasetenAPIError) as caught:
@@ -74,7 +94,7 @@ def test_long_error_bodies_are_truncated(
 
 
 def test_empty_error_body_falls_back_to_the_reason(
-    client: BasetenClient, rsps: HttpMock, base_url: str
+    client: BasetenClient, rsps: responses.RequestsMock, base_url: str
 ) -> None:
     rsps.get(f"{base_url}/models", status=403, body="")
     with pytest.raises(BasetenAPIError, match=r"^HTTP 403: Forbidden$"):
@@ -83,7 +103,7 @@ def test_empty_error_body_falls_back_to_the_reason(
 
 def test_429_waits_the_body_retry_after_then_succeeds(
     client: BasetenClient,
-    rsps: HttpMock,
+    rsps: responses.RequestsMock,
     base_url: str,
     clock: Any,
     metric: Callable[..., float],
@@ -104,7 +124,7 @@ def test_429_waits_the_body_retry_after_then_succeeds(
 
 
 def test_429_honours_the_retry_after_header(
-    client: BasetenClient, rsps: HttpMock, base_url: str, clock: Any
+    client: BasetenClient, rsps: responses.RequestsMock, base_url: str, clock: Any
 ) -> None:
     url = f"{base_url}/models"
     rsps.get(url, status=429, body="slow down", headers={"Retry-After": "3"})
@@ -114,7 +134,7 @@ def test_429_honours_the_retry_after_header(
 
 
 def test_429_with_header_and_body_waits_the_longer(
-    client: BasetenClient, rsps: HttpMock, base_url: str, clock: Any
+    client: BasetenClient, rsps: responses.RequestsMock, base_url: str, clock: Any
 ) -> None:
     url = f"{base_url}/models"
     rsps.get(url, status=429, json={"retry_after": 5}, headers={"Retry-After": "2"})
@@ -124,7 +144,7 @@ def test_429_with_header_and_body_waits_the_longer(
 
 
 def test_429_retry_after_http_date(
-    client: BasetenClient, rsps: HttpMock, base_url: str, clock: Any
+    client: BasetenClient, rsps: responses.RequestsMock, base_url: str, clock: Any
 ) -> None:
     url = f"{base_url}/models"
     # FakeClock starts at 2026-01-01T00:00:00Z.
@@ -135,7 +155,7 @@ def test_429_retry_after_http_date(
 
 
 def test_429_without_a_hint_backs_off(
-    client: BasetenClient, rsps: HttpMock, base_url: str, clock: Any
+    client: BasetenClient, rsps: responses.RequestsMock, base_url: str, clock: Any
 ) -> None:
     url = f"{base_url}/models"
     rsps.get(url, status=429, body="")
@@ -145,7 +165,7 @@ def test_429_without_a_hint_backs_off(
 
 
 def test_429_exhausted_raises_rate_limited_with_retry_after(
-    client: BasetenClient, rsps: HttpMock, base_url: str, clock: Any
+    client: BasetenClient, rsps: responses.RequestsMock, base_url: str, clock: Any
 ) -> None:
     rsps.get(
         f"{base_url}/models",
@@ -161,7 +181,7 @@ def test_429_exhausted_raises_rate_limited_with_retry_after(
 
 
 def test_429_asking_for_a_wait_past_the_deadline_is_raised_at_once(
-    client: BasetenClient, rsps: HttpMock, base_url: str, clock: Any
+    client: BasetenClient, rsps: responses.RequestsMock, base_url: str, clock: Any
 ) -> None:
     # The deadline is 60 s: a worker never sleeps out an hour; the pass comes back later.
     rsps.get(f"{base_url}/models", status=429, json={"retry_after": 3600})
@@ -173,7 +193,7 @@ def test_429_asking_for_a_wait_past_the_deadline_is_raised_at_once(
 
 
 def test_429_waits_only_what_is_left_of_the_deadline(
-    client: BasetenClient, rsps: HttpMock, base_url: str, clock: Any
+    client: BasetenClient, rsps: responses.RequestsMock, base_url: str, clock: Any
 ) -> None:
     url = f"{base_url}/models"
     rsps.get(url, status=429, json={"retry_after": 40})
@@ -186,7 +206,7 @@ def test_429_waits_only_what_is_left_of_the_deadline(
 
 
 def test_a_backoff_that_would_outlast_the_deadline_fails_the_call(
-    base_url: str, clock: Any, rsps: HttpMock
+    base_url: str, clock: Any, rsps: responses.RequestsMock
 ) -> None:
     client = BasetenClient("k", base_url, clock=clock, timeout=1.0, backoff_base=2.0)
     rsps.get(f"{base_url}/models", status=503, json={"error": "unavailable"})
@@ -198,7 +218,7 @@ def test_a_backoff_that_would_outlast_the_deadline_fails_the_call(
 
 
 def test_429_on_promote_is_retried(
-    client: BasetenClient, rsps: HttpMock, base_url: str, api_json: Any
+    client: BasetenClient, rsps: responses.RequestsMock, base_url: str, api_json: Any
 ) -> None:
     # A 429 means the server did nothing, so even a non-idempotent call may repeat.
     url = f"{base_url}/models/m1/environments/production/promote"
@@ -208,7 +228,7 @@ def test_429_on_promote_is_retried(
 
 
 def test_5xx_on_get_is_retried_with_backoff_then_succeeds(
-    client: BasetenClient, rsps: HttpMock, base_url: str, clock: Any
+    client: BasetenClient, rsps: responses.RequestsMock, base_url: str, clock: Any
 ) -> None:
     url = f"{base_url}/models/m1/environments"
     rsps.get(url, status=503, body="unavailable")
@@ -221,7 +241,7 @@ def test_5xx_on_get_is_retried_with_backoff_then_succeeds(
 
 
 def test_5xx_exhausted_raises_the_last_error(
-    client: BasetenClient, rsps: HttpMock, base_url: str, clock: Any
+    client: BasetenClient, rsps: responses.RequestsMock, base_url: str, clock: Any
 ) -> None:
     rsps.delete(f"{base_url}/models/m1", status=502, json={"message": "bad gateway"})
     with pytest.raises(BasetenAPIError, match=r"^HTTP 502: bad gateway$"):
@@ -233,7 +253,7 @@ def test_5xx_exhausted_raises_the_last_error(
         assert 0.5 * 2**n / 2 <= delay <= 0.5 * 2**n
 
 
-def test_backoff_is_capped(base_url: str, clock: Any, rsps: HttpMock) -> None:
+def test_backoff_is_capped(base_url: str, clock: Any, rsps: responses.RequestsMock) -> None:
     client = BasetenClient("k", base_url, clock=clock, max_attempts=8, backoff_cap=2.0)
     rsps.get(f"{base_url}/models", status=500)
     with pytest.raises(BasetenAPIError):
@@ -243,7 +263,7 @@ def test_backoff_is_capped(base_url: str, clock: Any, rsps: HttpMock) -> None:
 
 
 def test_settings_patch_is_retried_on_5xx(
-    client: BasetenClient, rsps: HttpMock, base_url: str
+    client: BasetenClient, rsps: responses.RequestsMock, base_url: str
 ) -> None:
     url = f"{base_url}/models/m1/environments/production"
     rsps.patch(url, status=500)
@@ -263,7 +283,7 @@ def test_settings_patch_is_retried_on_5xx(
 )
 def test_post_is_not_retried_on_5xx(
     client: BasetenClient,
-    rsps: HttpMock,
+    rsps: responses.RequestsMock,
     base_url: str,
     clock: Any,
     call: Callable[[BasetenClient], object],
@@ -278,7 +298,7 @@ def test_post_is_not_retried_on_5xx(
 
 def test_connection_error_is_status_0_after_retries(
     client: BasetenClient,
-    rsps: HttpMock,
+    rsps: responses.RequestsMock,
     base_url: str,
     clock: Any,
     metric: Callable[..., float],
@@ -297,11 +317,11 @@ def test_connection_error_is_status_0_after_retries(
 
 
 def test_post_is_retried_when_the_connection_was_never_made(
-    client: BasetenClient, rsps: HttpMock, base_url: str, api_json: Any
+    client: BasetenClient, rsps: responses.RequestsMock, base_url: str, api_json: Any
 ) -> None:
     url = f"{base_url}/models/m1/environments/production/promote"
     rsps.post(url, body=refused())
-    rsps.post(url, body=ConnectTimedOut("connect timed out"))
+    rsps.post(url, body=connect_timed_out())
     rsps.post(url, json=api_json.deployment())
     assert client.promote("m1", "production", "dep1").id == "dep1"
     assert len(rsps.calls) == 3
@@ -310,13 +330,13 @@ def test_post_is_retried_when_the_connection_was_never_made(
 @pytest.mark.parametrize(
     "failure",
     [
-        ReadTimedOut("read timed out"),
-        AnswerBroken("connection broken: [Errno 104] Connection reset by peer"),
+        requests.ReadTimeout("read timed out"),
+        reset(),
     ],
 )
 def test_post_is_not_retried_when_the_request_may_have_been_sent(
     client: BasetenClient,
-    rsps: HttpMock,
+    rsps: responses.RequestsMock,
     base_url: str,
     failure: Exception,
 ) -> None:
@@ -327,15 +347,17 @@ def test_post_is_not_retried_when_the_request_may_have_been_sent(
     assert len(rsps.calls) == 1
 
 
-def test_timeout_message_says_timeout(client: BasetenClient, rsps: HttpMock, base_url: str) -> None:
-    slow = ReadTimedOut("slow")
+def test_timeout_message_says_timeout(
+    client: BasetenClient, rsps: responses.RequestsMock, base_url: str
+) -> None:
+    slow = requests.ReadTimeout("slow")
     rsps.post(f"{base_url}/models/m1/deployments/d1/retry", body=slow)
     with pytest.raises(BasetenAPIError, match=r"^timeout on POST /v1/models/\{model_id\}"):
         client.retry_deployment("m1", "d1")
 
 
 def test_a_body_led_by_a_byte_order_mark_is_read(
-    client: BasetenClient, rsps: HttpMock, base_url: str
+    client: BasetenClient, rsps: responses.RequestsMock, base_url: str
 ) -> None:
     rsps.get(
         f"{base_url}/models", body=b"\xef\xbb\xbf" + b'{"models": [{"id": "m1", "name": "a"}]}'
@@ -344,7 +366,7 @@ def test_a_body_led_by_a_byte_order_mark_is_read(
 
 
 def test_body_that_is_not_json_is_a_clear_error(
-    client: BasetenClient, rsps: HttpMock, base_url: str
+    client: BasetenClient, rsps: responses.RequestsMock, base_url: str
 ) -> None:
     rsps.get(f"{base_url}/models", body="<html>hello</html>", content_type="text/html")
     with pytest.raises(BasetenAPIError) as caught:
@@ -364,7 +386,7 @@ def test_body_that_is_not_json_is_a_clear_error(
 )
 def test_body_of_the_wrong_shape_is_a_clear_error(
     client: BasetenClient,
-    rsps: HttpMock,
+    rsps: responses.RequestsMock,
     base_url: str,
     body: Any,
     problem: str,
@@ -380,7 +402,7 @@ def test_body_of_the_wrong_shape_is_a_clear_error(
 
 def test_requests_are_counted_by_template_method_and_code(
     client: BasetenClient,
-    rsps: HttpMock,
+    rsps: responses.RequestsMock,
     base_url: str,
     metric: Callable[..., float],
 ) -> None:
@@ -408,14 +430,14 @@ class TestTheKeyNeverLeaks:
     def test_in_connection_errors_and_logs(
         self,
         client: BasetenClient,
-        rsps: HttpMock,
+        rsps: responses.RequestsMock,
         base_url: str,
         api_key: str,
         capsys: pytest.CaptureFixture[str],
         caplog: pytest.LogCaptureFixture,
     ) -> None:
         # A library message that dumps the request, headers included.
-        leaky = AnswerBroken(
+        leaky = requests.ConnectionError(
             f"failed sending {{'Authorization': 'Bearer {api_key}'}} key={api_key}"
         )
         rsps.get(f"{base_url}/models", body=leaky)
@@ -435,7 +457,7 @@ class TestTheKeyNeverLeaks:
     def test_in_server_messages_that_echo_it(
         self,
         client: BasetenClient,
-        rsps: HttpMock,
+        rsps: responses.RequestsMock,
         base_url: str,
         api_key: str,
     ) -> None:
@@ -448,7 +470,7 @@ class TestTheKeyNeverLeaks:
     def test_when_truncation_would_cut_it(
         self,
         client: BasetenClient,
-        rsps: HttpMock,
+        rsps: responses.RequestsMock,
         base_url: str,
         api_key: str,
     ) -> None:
@@ -466,7 +488,7 @@ class TestTheKeyNeverLeaks:
 
 
 def test_a_fenced_client_refuses_writes_before_sending_them(
-    client: BasetenClient, rsps: HttpMock, base_url: str
+    client: BasetenClient, rsps: responses.RequestsMock, base_url: str
 ) -> None:
     refusal: list[str | None] = [None]
     client.fence_writes(WriteFence(lambda: refusal[0]))
@@ -480,7 +502,9 @@ def test_a_fenced_client_refuses_writes_before_sending_them(
     assert len(rsps.calls) == 1  # nothing but the GET left the process
 
 
-def test_losing_the_lease_interrupts_a_retry_wait(base_url: str, rsps: HttpMock) -> None:
+def test_losing_the_lease_interrupts_a_retry_wait(
+    base_url: str, rsps: responses.RequestsMock
+) -> None:
     clock = FakeClock()  # time never moves on its own: only the fence can end the wait
     client = BasetenClient("k", base_url, clock=clock, timeout=600)
     fence = WriteFence(clock=clock)
@@ -504,7 +528,7 @@ def test_losing_the_lease_interrupts_a_retry_wait(base_url: str, rsps: HttpMock)
 
 
 def test_every_request_names_the_replica_in_its_user_agent(
-    base_url: str, clock: Any, rsps: HttpMock
+    base_url: str, clock: Any, rsps: responses.RequestsMock
 ) -> None:
     client = BasetenClient("k", base_url, clock=clock, user_agent="baseten-operator/0.1.0 (pod-a)")
     rsps.get(f"{base_url}/models", json={"models": []})

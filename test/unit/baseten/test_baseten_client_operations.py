@@ -7,6 +7,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+import responses
+from responses import matchers
 
 from baseten_operator.baseten.client import BasetenClient
 from baseten_operator.baseten.connections import Connections
@@ -16,7 +18,6 @@ from baseten_operator.baseten.errors import (
     BasetenAPIError,
     ConfigError,
 )
-from testsupport.http_mock import HttpMock, matchers
 
 # Ids with characters that must be quoted, to prove every path parameter is.
 MODEL = "m/1 ?x"
@@ -27,17 +28,17 @@ ENV = "prod/eu"
 ENV_Q = "prod%2Feu"
 
 
-def sent(rsps: HttpMock, index: int = 0) -> Any:
+def sent(rsps: responses.RequestsMock, index: int = 0) -> Any:
     return rsps.calls[index].request
 
 
-def sent_json(rsps: HttpMock, index: int = 0) -> Any:
+def sent_json(rsps: responses.RequestsMock, index: int = 0) -> Any:
     body = sent(rsps, index).body
     return json.loads(body) if body else None
 
 
 def test_every_request_carries_bearer_auth(
-    client: BasetenClient, rsps: HttpMock, api_key: str, base_url: str
+    client: BasetenClient, rsps: responses.RequestsMock, api_key: str, base_url: str
 ) -> None:
     rsps.get(
         f"{base_url}/models",
@@ -46,11 +47,11 @@ def test_every_request_carries_bearer_auth(
     )
     assert client.list_models() == []
     # (connect, read) timeouts on every request, read bounded by the call's deadline.
-    assert sent(rsps).timeout == (10.0, 60.0)
+    assert sent(rsps).req_kwargs["timeout"] == (10.0, 60.0)
 
 
 def test_list_models_parses_and_ignores_unknown_fields(
-    client: BasetenClient, rsps: HttpMock, base_url: str, api_json: Any
+    client: BasetenClient, rsps: responses.RequestsMock, base_url: str, api_json: Any
 ) -> None:
     rsps.get(
         f"{base_url}/models",
@@ -67,7 +68,7 @@ def test_list_models_parses_and_ignores_unknown_fields(
 
 
 def test_list_models_by_name_sends_name_query(
-    client: BasetenClient, rsps: HttpMock, base_url: str, api_json: Any
+    client: BasetenClient, rsps: responses.RequestsMock, base_url: str, api_json: Any
 ) -> None:
     rsps.get(
         f"{base_url}/models",
@@ -78,7 +79,7 @@ def test_list_models_by_name_sends_name_query(
 
 
 def test_find_model_matches_name_exactly(
-    client: BasetenClient, rsps: HttpMock, base_url: str, api_json: Any
+    client: BasetenClient, rsps: responses.RequestsMock, base_url: str, api_json: Any
 ) -> None:
     # A server that ignores ?name= (or matches loosely) must not fool the client.
     rsps.get(
@@ -91,14 +92,14 @@ def test_find_model_matches_name_exactly(
 
 
 def test_find_model_none_when_absent(
-    client: BasetenClient, rsps: HttpMock, base_url: str, api_json: Any
+    client: BasetenClient, rsps: responses.RequestsMock, base_url: str, api_json: Any
 ) -> None:
     rsps.get(f"{base_url}/models", json={"models": [api_json.model(name="LLAMA")]})
     assert client.find_model("llama") is None
 
 
 def test_find_model_ambiguous_lists_ids(
-    client: BasetenClient, rsps: HttpMock, base_url: str, api_json: Any
+    client: BasetenClient, rsps: responses.RequestsMock, base_url: str, api_json: Any
 ) -> None:
     rsps.get(
         f"{base_url}/models",
@@ -117,7 +118,7 @@ def test_find_model_ambiguous_lists_ids(
     assert not caught.value.is_not_found
 
 
-def test_delete_model(client: BasetenClient, rsps: HttpMock, base_url: str) -> None:
+def test_delete_model(client: BasetenClient, rsps: responses.RequestsMock, base_url: str) -> None:
     rsps.delete(f"{base_url}/models/{MODEL_Q}", json={"id": MODEL, "deleted": True})
     client.delete_model(MODEL)
     assert sent(rsps).method == "DELETE"
@@ -125,7 +126,7 @@ def test_delete_model(client: BasetenClient, rsps: HttpMock, base_url: str) -> N
 
 
 def test_list_deployments_with_and_without_name(
-    client: BasetenClient, rsps: HttpMock, base_url: str, api_json: Any
+    client: BasetenClient, rsps: responses.RequestsMock, base_url: str, api_json: Any
 ) -> None:
     url = f"{base_url}/models/{MODEL_Q}/deployments"
     rsps.get(url, json={"deployments": [api_json.deployment(), api_json.deployment(id="d2")]})
@@ -139,7 +140,7 @@ def test_list_deployments_with_and_without_name(
 
 
 def test_deployment_parse_keeps_unknown_status_and_defaults(
-    client: BasetenClient, rsps: HttpMock, base_url: str
+    client: BasetenClient, rsps: responses.RequestsMock, base_url: str
 ) -> None:
     rsps.get(
         f"{base_url}/models/m1/deployments/{DEP_Q}",
@@ -155,7 +156,7 @@ def test_deployment_parse_keeps_unknown_status_and_defaults(
 
 
 def test_get_deployment_full(
-    client: BasetenClient, rsps: HttpMock, base_url: str, api_json: Any
+    client: BasetenClient, rsps: responses.RequestsMock, base_url: str, api_json: Any
 ) -> None:
     rsps.get(f"{base_url}/models/{MODEL_Q}/deployments/{DEP_Q}", json=api_json.deployment())
     deployment = client.get_deployment(MODEL, DEP)
@@ -170,7 +171,7 @@ def test_get_deployment_full(
 
 
 def test_find_deployment(
-    client: BasetenClient, rsps: HttpMock, base_url: str, api_json: Any
+    client: BasetenClient, rsps: responses.RequestsMock, base_url: str, api_json: Any
 ) -> None:
     url = f"{base_url}/models/m1/deployments"
     only_name = [matchers.query_param_matcher({"name": "depl-a"})]
@@ -194,7 +195,9 @@ def test_find_deployment(
         client.find_deployment("m1", "depl-a")
 
 
-def test_delete_deployment(client: BasetenClient, rsps: HttpMock, base_url: str) -> None:
+def test_delete_deployment(
+    client: BasetenClient, rsps: responses.RequestsMock, base_url: str
+) -> None:
     rsps.delete(
         f"{base_url}/models/{MODEL_Q}/deployments/{DEP_Q}",
         json={"id": DEP, "deleted": True, "model_id": MODEL},
@@ -204,7 +207,7 @@ def test_delete_deployment(client: BasetenClient, rsps: HttpMock, base_url: str)
 
 @pytest.mark.parametrize("action", ["activate", "deactivate"])
 def test_activate_and_deactivate_post_without_body(
-    client: BasetenClient, rsps: HttpMock, base_url: str, action: str
+    client: BasetenClient, rsps: responses.RequestsMock, base_url: str, action: str
 ) -> None:
     rsps.post(f"{base_url}/models/{MODEL_Q}/deployments/{DEP_Q}/{action}", json={"success": True})
     getattr(client, f"{action}_deployment")(MODEL, DEP)
@@ -212,7 +215,7 @@ def test_activate_and_deactivate_post_without_body(
 
 
 def test_retry_deployment(
-    client: BasetenClient, rsps: HttpMock, base_url: str, api_json: Any
+    client: BasetenClient, rsps: responses.RequestsMock, base_url: str, api_json: Any
 ) -> None:
     url = f"{base_url}/models/{MODEL_Q}/deployments/{DEP_Q}/retry"
     rsps.post(url, json={"retried": True, "deployment": api_json.deployment(status="BUILDING")})
@@ -226,7 +229,7 @@ def test_retry_deployment(
 
 
 def test_update_deployment_autoscaling(
-    client: BasetenClient, rsps: HttpMock, base_url: str
+    client: BasetenClient, rsps: responses.RequestsMock, base_url: str
 ) -> None:
     rsps.patch(
         f"{base_url}/models/{MODEL_Q}/deployments/{DEP_Q}/autoscaling_settings",
@@ -237,7 +240,7 @@ def test_update_deployment_autoscaling(
 
 
 def test_list_environments(
-    client: BasetenClient, rsps: HttpMock, base_url: str, api_json: Any
+    client: BasetenClient, rsps: responses.RequestsMock, base_url: str, api_json: Any
 ) -> None:
     rsps.get(
         f"{base_url}/models/{MODEL_Q}/environments",
@@ -247,7 +250,7 @@ def test_list_environments(
 
 
 def test_get_environment_parses_every_field(
-    client: BasetenClient, rsps: HttpMock, base_url: str, api_json: Any
+    client: BasetenClient, rsps: responses.RequestsMock, base_url: str, api_json: Any
 ) -> None:
     body = api_json.environment(
         candidate_deployment=api_json.deployment(id="d9", name="depl-b", status="BUILDING"),
@@ -289,7 +292,7 @@ def test_get_environment_parses_every_field(
 
 
 def test_get_environment_missing_is_not_found(
-    client: BasetenClient, rsps: HttpMock, base_url: str
+    client: BasetenClient, rsps: responses.RequestsMock, base_url: str
 ) -> None:
     rsps.get(
         f"{base_url}/models/m1/environments/staging",
@@ -303,7 +306,7 @@ def test_get_environment_missing_is_not_found(
 
 
 def test_create_environment_sends_only_given_settings(
-    client: BasetenClient, rsps: HttpMock, base_url: str, api_json: Any
+    client: BasetenClient, rsps: responses.RequestsMock, base_url: str, api_json: Any
 ) -> None:
     url = f"{base_url}/models/{MODEL_Q}/environments"
     rsps.post(url, json=api_json.environment(name="staging", current_deployment=None))
@@ -320,7 +323,7 @@ def test_create_environment_sends_only_given_settings(
 
 
 def test_update_environment(
-    client: BasetenClient, rsps: HttpMock, base_url: str, api_json: Any
+    client: BasetenClient, rsps: responses.RequestsMock, base_url: str, api_json: Any
 ) -> None:
     rsps.patch(
         f"{base_url}/models/{MODEL_Q}/environments/{ENV_Q}",
@@ -331,7 +334,7 @@ def test_update_environment(
 
 
 def test_update_environment_sends_every_group_in_one_patch(
-    client: BasetenClient, rsps: HttpMock, base_url: str, api_json: Any
+    client: BasetenClient, rsps: responses.RequestsMock, base_url: str, api_json: Any
 ) -> None:
     schedules = {"timezone": "UTC", "delete_schedules": ["s-1"]}
     rsps.patch(
@@ -352,14 +355,14 @@ def test_update_environment_sends_every_group_in_one_patch(
 
 
 def test_update_environment_with_nothing_sends_nothing(
-    client: BasetenClient, rsps: HttpMock
+    client: BasetenClient, rsps: responses.RequestsMock
 ) -> None:
     client.update_environment("m1", "production", None, None)
     assert len(rsps.calls) == 0
 
 
 def test_promote_sends_flags_and_returns_promoted_deployment(
-    client: BasetenClient, rsps: HttpMock, base_url: str, api_json: Any
+    client: BasetenClient, rsps: responses.RequestsMock, base_url: str, api_json: Any
 ) -> None:
     url = f"{base_url}/models/{MODEL_Q}/environments/{ENV_Q}/promote"
     copy = api_json.deployment(id="d-new", name="depl-a.1767225600", status="BUILDING")
@@ -405,4 +408,4 @@ def test_from_env_without_key_is_a_config_error(
 def test_the_pool_keeps_enough_connections_for_all_workers() -> None:
     connections = BasetenClient("k")._transport._http
     assert isinstance(connections, Connections)
-    assert connections._pool._maxsize >= 20
+    assert connections._adapter._pool_maxsize >= 20

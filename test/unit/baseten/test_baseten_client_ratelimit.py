@@ -6,11 +6,11 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+import responses
 
 from baseten_operator.baseten.client import BasetenClient
 from baseten_operator.baseten.ratelimit import EndpointRateLimiter, Limit, bucket_for
 from baseten_operator.runtime.clock import FakeClock
-from testsupport.http_mock import HttpMock
 
 
 @pytest.mark.parametrize(
@@ -59,7 +59,7 @@ def test_endpoints_have_separate_buckets() -> None:
 
 def test_client_throttles_activations_per_endpoint(
     client: BasetenClient,
-    rsps: HttpMock,
+    rsps: responses.RequestsMock,
     base_url: str,
     clock: Any,
     metric: Callable[..., float],
@@ -79,7 +79,7 @@ def test_client_throttles_activations_per_endpoint(
 
 
 def test_client_throttles_retries_harder(
-    client: BasetenClient, rsps: HttpMock, base_url: str, clock: Any
+    client: BasetenClient, rsps: responses.RequestsMock, base_url: str, clock: Any
 ) -> None:
     rsps.post(
         f"{base_url}/models/m1/deployments/d1/retry",
@@ -91,7 +91,7 @@ def test_client_throttles_retries_harder(
 
 
 def test_client_allows_bursts_on_ordinary_endpoints(
-    client: BasetenClient, rsps: HttpMock, base_url: str, clock: Any
+    client: BasetenClient, rsps: responses.RequestsMock, base_url: str, clock: Any
 ) -> None:
     rsps.get(f"{base_url}/models", json={"models": []})
     for _ in range(25):
@@ -102,7 +102,7 @@ def test_client_allows_bursts_on_ordinary_endpoints(
 
 
 def test_a_get_and_a_patch_of_one_path_are_throttled_apart(
-    client: BasetenClient, rsps: HttpMock, base_url: str, clock: Any, api_json: Any
+    client: BasetenClient, rsps: responses.RequestsMock, base_url: str, clock: Any, api_json: Any
 ) -> None:
     url = f"{base_url}/models/m1/environments/production"
     rsps.get(url, json=api_json.environment())
@@ -116,7 +116,7 @@ def test_a_get_and_a_patch_of_one_path_are_throttled_apart(
 
 
 def test_a_time_scale_shortens_every_window_like_every_other_wait(
-    clock: Any, rsps: HttpMock, base_url: str
+    clock: Any, rsps: responses.RequestsMock, base_url: str
 ) -> None:
     # --time-scale 0.1: the simulator's minute lasts 6 s, so the client's budget refills so.
     client = BasetenClient("k", base_url, clock=clock, time_scale=0.1)

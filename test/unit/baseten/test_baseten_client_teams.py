@@ -5,18 +5,19 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import responses
+from responses import matchers
 
 from baseten_operator.baseten.client import BasetenClient
 from baseten_operator.baseten.pool import BasetenClientPool
 from baseten_operator.baseten.teams import TeamNotFound, TeamScopedClient
 from baseten_operator.runtime.logging import redact
-from testsupport.http_mock import HttpMock, matchers
 
 TEAM = {"id": "t1", "name": "search", "default": False, "created_at": "2026-01-01T00:00:00Z"}
 
 
 def test_a_team_scoped_lookup_goes_through_the_team(
-    client: BasetenClient, rsps: HttpMock, base_url: str, api_json: Any
+    client: BasetenClient, rsps: responses.RequestsMock, base_url: str, api_json: Any
 ) -> None:
     rsps.get(
         f"{base_url}/teams",
@@ -33,7 +34,7 @@ def test_a_team_scoped_lookup_goes_through_the_team(
 
 
 def test_an_unknown_team_is_a_lookup_failure_naming_it(
-    client: BasetenClient, rsps: HttpMock, base_url: str
+    client: BasetenClient, rsps: responses.RequestsMock, base_url: str
 ) -> None:
     rsps.get(f"{base_url}/teams", json={"teams": []})
     with pytest.raises(TeamNotFound) as caught:

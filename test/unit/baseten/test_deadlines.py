@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from baseten_operator.baseten.deadlines import _Call, _Reaper
+from baseten_operator.baseten.deadlines import DeadlinePassed, _Call, _Reaper
 
 
 class CountingCondition(threading.Condition):
@@ -108,3 +108,16 @@ def test_a_finished_call_is_never_cut(pair: tuple[Connection, socket.socket]) ->
     assert not done.expired
     theirs.sendall(b"x")
     assert connection.sock.recv(1) == b"x"  # the finished call's connection still works
+
+
+def test_a_request_after_the_cut_is_refused_before_it_is_sent(
+    pair: tuple[Connection, socket.socket],
+) -> None:
+    connection, _ = pair
+    reaper = _Reaper()
+    call = _call(0.05)
+    reaper.watch(call)
+    reaper.register(call, connection)
+    assert connection.sock.recv(1) == b""  # cut
+    with pytest.raises(DeadlinePassed):
+        reaper.register(call, Connection(socket.socket()))  # what a retry would send on

@@ -252,3 +252,17 @@ def test_the_policy_violation_event_comes_again_when_the_reason_changes(h) -> No
         "namespace policy: deletionPolicy Delete is not allowed in namespace default "
         "(models.baseten.com/allowed-deletion-policies: Retain)"
     )
+
+
+def test_a_key_with_a_line_break_inside_is_a_failure_naming_the_secret(h) -> None:
+    # Pasted with its line break (and what a header injection would add after it).
+    h.secrets.put("team-a-key", {"api-key": "key-a\nX-Injected: yes"})
+    h.namespaces.annotate("default", api_key_secret="team-a-key")
+    h.create()
+    h.run()
+    assert h.word() == "FAILED"
+    assert h.message() == (
+        "API key Secret baseten-system/team-a-key key 'api-key' contains a line break or "
+        "another character an HTTP header cannot carry"
+    )
+    assert h.keyed == {}

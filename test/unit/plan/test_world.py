@@ -6,6 +6,7 @@ import inspect
 from typing import Any
 
 import pytest
+import responses
 
 from baseten_operator.baseten.client import BasetenClient
 from baseten_operator.baseten.errors import AmbiguousModelName, BasetenAPIError, RateLimited
@@ -28,7 +29,6 @@ from baseten_operator.plan.world import (
     WriteRefused,
     read_only_connections,
 )
-from testsupport.http_mock import HttpMock
 
 # Nothing listens here: a request that left the process would fail to connect.
 CLOSED = "http://127.0.0.1:9/v1"
@@ -66,7 +66,7 @@ def test_the_session_lets_reads_out() -> None:
 
 @pytest.mark.parametrize("method", ["POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"])
 def test_nothing_but_a_get_leaves_the_connections(method: str) -> None:
-    with HttpMock(assert_all_requests_are_fired=False) as mock:
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as mock:
         mock.add(method, f"{CLOSED}/models", status=200)
         with pytest.raises(WriteRefused):
             read_only_connections(CLOSED).send(

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import copy
 import queue
-import ssl
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -18,7 +17,8 @@ from baseten_operator.runtime.clock import FakeClock
 from baseten_operator.runtime.errors import AlreadyExists, Conflict, NotFound
 from baseten_operator.runtime.metrics import REGISTRY
 from baseten_operator.runtime.resource import Resource
-from testsupport.scripted_http import Script, ScriptedServer
+from testsupport.forward_proxy import proxies  # noqa: F401 (a fixture)
+from testsupport.scripted_http import serve  # noqa: F401 (a fixture)
 
 
 class FakeInformer:
@@ -289,17 +289,3 @@ def advance_until(clock: FakeClock, predicate: Callable[[], Any], step: float) -
 @pytest.fixture(name="advance_until")
 def advance_until_fixture() -> Callable[..., None]:
     return advance_until
-
-
-@pytest.fixture
-def serve() -> Iterator[Callable[..., ScriptedServer]]:
-    servers: list[ScriptedServer] = []
-
-    def start(script: Script, tls: ssl.SSLContext | None = None) -> ScriptedServer:
-        server = ScriptedServer(script, tls)
-        servers.append(server)
-        return server
-
-    yield start
-    for server in servers:
-        server.close()

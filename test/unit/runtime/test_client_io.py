@@ -1,12 +1,18 @@
-"""Client pieces that need no server: paths, error typing, keys, watch line parsing."""
+"""The Kubernetes client: paths, error typing, keys, watch streams, and requests on real
+loopback connections (headers, credentials, what is retried)."""
 
 from __future__ import annotations
 
+import gzip
 import json
+import socket
+import threading
 from collections.abc import Callable
 from pathlib import Path
+from urllib.parse import parse_qsl, urlsplit
 
 import pytest
+import urllib3
 
 from baseten_operator.runtime.client import (
     AUTH_REFRESH_INTERVAL,
@@ -28,16 +34,24 @@ from baseten_operator.runtime.errors import (
     UnsupportedMediaType,
     api_error,
 )
-from baseten_operator.runtime.http1 import ConnectFailed, Pool, ReadTimedOut
 from baseten_operator.runtime.kubeconfig import (
     ClusterAccess,
     FixedCredentials,
     KubeConfigError,
     TokenFile,
 )
+from baseten_operator.runtime.pools import ServerPool
 from baseten_operator.runtime.resource import CONFIGMAPS, CRDS, LEASES, Resource, object_key
-from testsupport.http_mock import HttpMock
-from testsupport.scripted_http import Peer, ScriptedServer
+from testsupport.clocks import SleepRecordingClock
+from testsupport.polling import wait_for
+from testsupport.scripted_http import (
+    Peer,
+    Request,
+    ScriptedServer,
+    dropping_reused_connections,
+    every_request,
+    never_answering,
+)
 
 
 def test_paths_for_core_group_namespaced_and_cluster_scoped() -> None:
@@ -114,9 +128,9 @@ def stream_of(serve: Callable[..., ScriptedServer]) -> Callable[..., WatchStream
             peer.read_request()
             peer.send(chunked(*lines, end=end))
 
-        pool = Pool(serve(script).url)
-        stream = pool.stream("GET", "/w", headers={}, connect_timeout=5, read_timeout=5)
-        return WatchStream(stream)
+        pool = ServerPool(serve(script).url)
+        timeout = urllib3.Timeout(connect=5, read=5)
+        return WatchStream(pool.request("GET", "/w", headers={}, timeout=timeout, stream=True))
 
     return build
 
@@ -151,7 +165,7 @@ def test_watch_stream_broken_mid_way_raises_connection_failed(
 ) -> None:
     stream = stream_of(event("ADDED", {"metadata": {"name": "a"}}), end=False)
     assert next(stream)["type"] == "ADDED"
-    with pytest.raises(ConnectionFailed, match="watch broke: connection closed mid-answer"):
+    with pytest.raises(ConnectionFailed, match="watch broke: Response ended prematurely"):
         next(stream)
 
 
@@ -167,6 +181,52 @@ def test_closed_watch_stream_ends_quietly(stream_of: Callable[..., WatchStream])
     stream = stream_of(event("ADDED", {"metadata": {"name": "a"}}))
     stream.close()
     assert list(stream) == []
+
+
+def test_a_watch_read_to_its_end_leaves_its_connection_for_the_next_request(
+    serve: Callable[..., ScriptedServer],
+) -> None:
+    def script(peer: Peer) -> None:
+        peer.read_request()
+        peer.send(chunked(event("ADDED", {"metadata": {"name": "a"}})))
+        while peer.read_request() is not None:
+            peer.send(OK)
+
+    server = serve(script)
+    kube = bearer_client("t0", server.url)
+    assert [e["type"] for e in kube.watch(CONFIGMAPS, "ns")] == ["ADDED"]
+    assert kube.get(CONFIGMAPS, "a", "ns") == {"kind": "ConfigMap"}
+    assert server.connections == 1
+
+
+def test_close_from_another_thread_ends_a_watch_blocked_on_a_silent_server(
+    serve: Callable[..., ScriptedServer],
+) -> None:
+    silent = threading.Event()
+
+    def script(peer: Peer) -> None:
+        peer.read_request()
+        peer.send(chunked(event("ADDED", {"metadata": {"name": "a"}}), end=False))
+        silent.wait(10)  # then nothing: the reader blocks
+
+    stream = bearer_client("t0", serve(script).url).watch(CONFIGMAPS, "ns", timeout_seconds=60)
+    assert next(stream)["type"] == "ADDED"
+    outcome: list[BaseException] = []
+
+    def read_on() -> None:
+        try:
+            next(stream)
+        except BaseException as exc:
+            outcome.append(exc)
+
+    reader = threading.Thread(target=read_on)
+    reader.start()
+    assert wait_for(stream._reading.locked)  # the reader is in, or about to block
+    stream.close()
+    reader.join(5)
+    silent.set()
+    assert not reader.is_alive()
+    assert len(outcome) == 1 and isinstance(outcome[0], StopIteration)
 
 
 KUBECONFIG_YAML = """
@@ -191,7 +251,7 @@ def test_auto_uses_kubeconfig_env_then_home_then_in_cluster(
     assert client.access.server == "http://127.0.0.1:6443"
     assert client.access.credentials.headers() == {"Authorization": "Bearer secret-token"}
     # Room for every connection one process holds at once (watches, workers, Event writers).
-    assert client._http._maxsize == 32
+    assert client._http._settings["maxsize"] == 32
 
     monkeypatch.delenv("KUBECONFIG")
     monkeypatch.setenv("HOME", str(tmp_path))
@@ -217,55 +277,83 @@ def test_from_kubeconfig_selects_the_context(tmp_path: Path) -> None:
     assert client.access.server == "http://127.0.0.2:6443"
 
 
-API = "https://k8s.test/clusters/c1"  # a server behind a path prefix, as Rancher serves one
+PREFIX = "/clusters/c1"  # a server behind a path prefix, as Rancher serves one
+CONFIGMAP = b'{"kind": "ConfigMap"}'
+OK = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (
+    len(CONFIGMAP),
+    CONFIGMAP,
+)
 
 
-def access(credentials: FixedCredentials | TokenFile) -> ClusterAccess:
+def access(credentials: FixedCredentials | TokenFile, server: str) -> ClusterAccess:
     return ClusterAccess(
-        server=API, tls=None, server_hostname=None, proxy=None, credentials=credentials
+        server=server + PREFIX, tls=None, server_hostname=None, proxy=None, credentials=credentials
     )
 
 
-def bearer_client(token: str) -> KubeClient:
-    return KubeClient(access(FixedCredentials({"Authorization": f"Bearer {token}"})))
+def bearer_client(token: str, server: str, **options: object) -> KubeClient:
+    return KubeClient(
+        access(FixedCredentials({"Authorization": f"Bearer {token}"}), server), **options
+    )  # type: ignore[arg-type]
 
 
-def test_requests_go_under_the_host_path_with_headers_and_query() -> None:
-    kube = bearer_client("t0")
+def parsed(request: Request) -> tuple[str, str, dict[str, str], dict[str, str]]:
+    """(method, path, query, headers by lowercase name) of a request a server read."""
+    line, *fields = request[0].decode().split("\r\n")
+    method, target, _ = line.split(" ")
+    headers = {n.strip().lower(): v.strip() for n, _, v in (f.partition(":") for f in fields)}
+    parts = urlsplit(target)
+    return method, parts.path, dict(parse_qsl(parts.query)), headers
+
+
+@pytest.fixture
+def api(serve: Callable[..., ScriptedServer]) -> ScriptedServer:
+    """A server answering every request with a ConfigMap."""
+    return serve(every_request(OK))
+
+
+def closed_port() -> str:
+    """The URL of a port nothing listens on: connecting is refused."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{sock.getsockname()[1]}"
+
+
+def test_requests_go_under_the_host_path_with_headers_and_query(api: ScriptedServer) -> None:
+    kube = bearer_client("t0", api.url)
     kube.user_agent = "baseten-operator/test (replica-a)"  # set after building
-    with HttpMock() as http:
-        http.get(f"{API}/api/v1/namespaces/ns/configmaps", json={"items": []})
-        http.patch(f"{API}/api/v1/namespaces/ns/configmaps/a", json={"kind": "ConfigMap"})
-        kube.list(CONFIGMAPS, "ns", label_selector="app in (a,b)", limit=5)
-        kube.patch(CONFIGMAPS, "a", {"data": {"k": "v"}}, "ns")
-    listed, patched = (call.request for call in http.calls)
-    assert listed.query == {"labelSelector": "app in (a,b)", "limit": "5"}
-    assert listed.headers["Authorization"] == "Bearer t0"
-    assert listed.headers["User-Agent"] == "baseten-operator/test (replica-a)"
-    assert patched.headers["Content-Type"] == "application/merge-patch+json"
-    assert patched.body is not None and json.loads(patched.body) == {"data": {"k": "v"}}
+    kube.list(CONFIGMAPS, "ns", label_selector="app in (a,b)", limit=5)
+    kube.patch(CONFIGMAPS, "a", {"data": {"k": "v"}}, "ns")
+    (list_method, list_path, query, list_headers), patched = (parsed(r) for r in api.requests)
+    assert (list_method, list_path) == ("GET", f"{PREFIX}/api/v1/namespaces/ns/configmaps")
+    assert query == {"labelSelector": "app in (a,b)", "limit": "5"}
+    assert list_headers["authorization"] == "Bearer t0"
+    assert list_headers["user-agent"] == "baseten-operator/test (replica-a)"
+    assert patched[0] == "PATCH" and patched[1].endswith("/configmaps/a")
+    assert patched[3]["content-type"] == "application/merge-patch+json"
+    assert json.loads(api.requests[1][1]) == {"data": {"k": "v"}}
 
 
-def test_a_token_that_can_change_is_asked_for_again_every_few_seconds(tmp_path: Path) -> None:
+def test_a_token_that_can_change_is_asked_for_again_every_few_seconds(
+    tmp_path: Path, api: ScriptedServer
+) -> None:
     token = tmp_path / "token"
     token.write_text("t1")
     clock = FakeClock()
-    kube = KubeClient(access(TokenFile(token)), clock=clock)
-    with HttpMock() as http:
-        http.get(f"{API}/api/v1/namespaces/ns/configmaps/a", json={"kind": "ConfigMap"})
-        kube.get(CONFIGMAPS, "a", "ns")
-        token.write_text("t2")  # rotated
-        kube.get(CONFIGMAPS, "a", "ns")  # within the interval: not read again
-        clock.advance(AUTH_REFRESH_INTERVAL)
-        kube.get(CONFIGMAPS, "a", "ns")
-        token.unlink()  # mid-rotation: the last token stands
-        clock.advance(AUTH_REFRESH_INTERVAL)
-        kube.get(CONFIGMAPS, "a", "ns")
-    sent = [call.request.headers["Authorization"] for call in http.calls]
+    kube = KubeClient(access(TokenFile(token), api.url), clock=clock)
+    kube.get(CONFIGMAPS, "a", "ns")
+    token.write_text("t2")  # rotated
+    kube.get(CONFIGMAPS, "a", "ns")  # within the interval: not read again
+    clock.advance(AUTH_REFRESH_INTERVAL)
+    kube.get(CONFIGMAPS, "a", "ns")
+    token.unlink()  # mid-rotation: the last token stands
+    clock.advance(AUTH_REFRESH_INTERVAL)
+    kube.get(CONFIGMAPS, "a", "ns")
+    sent = [parsed(request)[3]["authorization"] for request in api.requests]
     assert sent == ["Bearer t1", "Bearer t1", "Bearer t2", "Bearer t2"]
 
 
-def test_fixed_credentials_are_read_once() -> None:
+def test_fixed_credentials_are_read_once(api: ScriptedServer) -> None:
     class Counting(FixedCredentials):
         reads = 0
 
@@ -273,57 +361,108 @@ def test_fixed_credentials_are_read_once() -> None:
             Counting.reads += 1
             return super().headers()
 
-    kube = KubeClient(access(Counting({"Authorization": "Bearer t0"})), clock=FakeClock())
-    with HttpMock() as http:
-        http.get(f"{API}/api/v1/namespaces/ns/configmaps/a", json={"kind": "ConfigMap"})
-        kube.get(CONFIGMAPS, "a", "ns")
-        kube.get(CONFIGMAPS, "a", "ns")
+    kube = KubeClient(access(Counting({"Authorization": "Bearer t0"}), api.url), clock=FakeClock())
+    kube.get(CONFIGMAPS, "a", "ns")
+    kube.get(CONFIGMAPS, "a", "ns")
     assert Counting.reads == 1
-    assert {call.request.headers["Authorization"] for call in http.calls} == {"Bearer t0"}
+    assert {parsed(request)[3]["authorization"] for request in api.requests} == {"Bearer t0"}
 
 
-def test_credentials_that_cannot_be_renewed_fail_the_request_before_it_is_sent() -> None:
+def test_credentials_that_cannot_be_renewed_fail_the_request_before_it_is_sent(
+    api: ScriptedServer,
+) -> None:
     class Failing(FixedCredentials):
         changes = True
 
         def headers(self) -> dict[str, str]:
             raise KubeConfigError("renewing the kubeconfig's credentials failed: exit 1")
 
-    kube = KubeClient(access(Failing({})), clock=FakeClock())
-    with HttpMock() as http, pytest.raises(ConnectionFailed, match="credentials failed: exit 1"):
+    kube = KubeClient(access(Failing({}), api.url), clock=FakeClock())
+    with pytest.raises(ConnectionFailed, match="credentials failed: exit 1"):
         kube.get(CONFIGMAPS, "a", "ns")
-    assert http.calls == []
+    assert api.requests == []
 
 
-def test_a_refused_connection_is_a_connection_failed_error() -> None:
-    kube = bearer_client("t0")
-    with HttpMock(), pytest.raises(ConnectionFailed, match="GET /api/v1/namespaces/ns"):
-        kube.get(CONFIGMAPS, "a", "ns")  # nothing registered: refused
+def test_a_request_that_could_not_connect_is_tried_again_even_a_post() -> None:
+    clock = SleepRecordingClock()
+    kube = bearer_client("t0", closed_port(), clock=clock)
+    with pytest.raises(ConnectionFailed, match="POST /api/v1/namespaces/ns/configmaps: .*refused"):
+        kube.create(CONFIGMAPS, {"metadata": {"name": "a"}}, "ns")
+    assert clock.sleeps == list(CONNECT_RETRY_PAUSES)  # one attempt after each pause
 
 
-def test_a_request_that_could_not_connect_is_tried_again_and_one_that_was_sent_never() -> None:
-    kube = bearer_client("t0")
-    url = f"{API}/api/v1/namespaces/ns/configmaps/a"
-    refused = ConnectFailed("Failed to establish a new connection: [Errno 111] refused")
-    with HttpMock() as http:
-        for _ in CONNECT_RETRY_PAUSES:
-            http.get(url, body=refused)
-        http.get(url, json={"kind": "ConfigMap"})
-        assert kube.get(CONFIGMAPS, "a", "ns") == {"kind": "ConfigMap"}
-    assert len(http.calls) == len(CONNECT_RETRY_PAUSES) + 1
-    with HttpMock() as http:
-        http.post(f"{API}/api/v1/namespaces/ns/configmaps", body=ReadTimedOut("no answer"))
-        with pytest.raises(ConnectionFailed, match="no answer"):
-            kube.create(CONFIGMAPS, {"metadata": {"name": "a"}}, "ns")
-    assert len(http.calls) == 1  # it may have been acted on: the caller decides
+def test_a_get_on_a_kept_alive_connection_the_server_just_closed_is_sent_again(
+    serve: Callable[..., ScriptedServer],
+) -> None:
+    server = serve(dropping_reused_connections(OK))
+    kube = bearer_client("t0", server.url)
+    assert kube.get(CONFIGMAPS, "a", "ns") == {"kind": "ConfigMap"}
+    assert kube.get(CONFIGMAPS, "a", "ns") == {"kind": "ConfigMap"}  # not a failed pass
+    assert (len(server.requests), server.connections) == (3, 2)
+
+
+def test_a_write_that_may_have_reached_the_server_is_never_sent_again(
+    serve: Callable[..., ScriptedServer],
+) -> None:
+    server = serve(dropping_reused_connections(OK))
+    kube = bearer_client("t0", server.url)
+    kube.get(CONFIGMAPS, "a", "ns")
+    with pytest.raises(ConnectionFailed, match="POST /api/v1/namespaces/ns/configmaps"):
+        kube.create(CONFIGMAPS, {"metadata": {"name": "a"}}, "ns")
+    assert len(server.requests) == 2  # it may have been acted on: the caller decides
 
 
 def test_the_lease_client_makes_one_attempt_on_its_own_connections() -> None:
-    kube = bearer_client("t0")
+    clock = SleepRecordingClock()
+    kube = bearer_client("t0", closed_port(), clock=clock)
     lease_client = kube.without_connect_retries()
     assert lease_client._http is not kube._http
-    with HttpMock() as http:
-        http.get(f"{API}/api/v1/namespaces/ns/configmaps/a", body=ConnectFailed("refused"))
-        with pytest.raises(ConnectionFailed, match="refused"):
-            lease_client.get(CONFIGMAPS, "a", "ns")
-    assert len(http.calls) == 1
+    with pytest.raises(ConnectionFailed, match="refused"):
+        lease_client.get(CONFIGMAPS, "a", "ns")
+    assert clock.sleeps == []
+
+
+# -- answers parsed by the library (urllib3, http.client), not leniently ----------------------
+
+
+def answered_with(serve: Callable[..., ScriptedServer], answer: bytes) -> KubeClient:
+    return bearer_client("t0", serve(every_request(answer)).url)
+
+
+def test_a_status_line_with_a_non_ascii_digit_is_a_connection_failure(
+    serve: Callable[..., ScriptedServer],
+) -> None:
+    kube = answered_with(
+        serve, "HTTP/1.1 2\u00b200 OK\r\nContent-Length: 2\r\n\r\n{}".encode("latin-1")
+    )
+    with pytest.raises(ConnectionFailed):  # not a ValueError past the client's handling
+        kube.get(CONFIGMAPS, "a", "ns")
+
+
+def test_transfer_encoding_is_chunked_only_when_it_says_chunked(
+    serve: Callable[..., ScriptedServer],
+) -> None:
+    kube = answered_with(
+        serve, b"HTTP/1.1 200 OK\r\nTransfer-Encoding: notchunked\r\nContent-Length: 2\r\n\r\n{}"
+    )
+    assert kube.get(CONFIGMAPS, "a", "ns") == {}
+
+
+def test_a_gzip_body_of_several_members_is_read_whole(
+    serve: Callable[..., ScriptedServer],
+) -> None:
+    body = gzip.compress(b'{"kind": ') + gzip.compress(b'"ConfigMap"}')
+    head = b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: %d\r\n\r\n" % len(body)
+    assert answered_with(serve, head + body).get(CONFIGMAPS, "a", "ns") == {"kind": "ConfigMap"}
+
+
+def test_a_get_that_timed_out_is_not_sent_again_by_the_pool(
+    serve: Callable[..., ScriptedServer],
+) -> None:
+    answered = threading.Event()
+    server = serve(never_answering(answered))
+    kube = bearer_client("t0", server.url)
+    with pytest.raises(ConnectionFailed, match="timed out"):
+        kube.get(CONFIGMAPS, "a", "ns", timeout=0.3)
+    answered.set()
+    assert len(server.requests) == 1  # its time is spent: the caller decides

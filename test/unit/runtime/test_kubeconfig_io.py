@@ -1,10 +1,11 @@
-"""The cluster configuration: kubeconfig fields, the pod's service account, and the
-`kubernetes` package's loader for exec users, checked by reaching scripted (TLS) servers."""
+"""The cluster configuration: kubeconfig fields and lists, exec credential plugins, the
+pod's service account, checked by reaching scripted (TLS) servers."""
 
 from __future__ import annotations
 
 import base64
 import json
+import os
 import ssl
 import sys
 from collections.abc import Callable
@@ -16,7 +17,7 @@ import yaml
 
 from baseten_operator.runtime import kubeconfig
 from baseten_operator.runtime.client import KubeClient
-from baseten_operator.runtime.errors import ConnectionFailed
+from baseten_operator.runtime.errors import ConnectionFailed, Unauthorized
 from baseten_operator.runtime.kubeconfig import KubeConfigError, context_namespace, in_cluster
 from baseten_operator.runtime.resource import CONFIGMAPS
 from baseten_operator.runtime.tlscert import self_signed_pem
@@ -163,27 +164,171 @@ def test_the_proxy_is_the_kubeconfigs_else_the_environments(tmp_path: Path) -> N
     assert proxy.headers == {"Proxy-Authorization": "Basic " + b64(b"u:p")}
 
 
-def test_an_exec_user_goes_through_the_kubernetes_loader(
-    serve: Callable[..., ScriptedServer], tmp_path: Path
-) -> None:
-    credential = {
-        "apiVersion": "client.authentication.k8s.io/v1beta1",
-        "kind": "ExecCredential",
-        "status": {"token": "from-exec"},
-    }
-    exec_user = {
+def exec_plugin(directory: Path, *answers: dict[str, Any]) -> dict[str, Any]:
+    """A kubeconfig `exec` entry whose plugin prints the next of `answers` on each run
+    (the last one from then on); an answer {"fail": words} exits 1 saying them."""
+    (directory / "answers.json").write_text(json.dumps(answers))
+    script = directory / "plugin.py"
+    script.write_text(
+        "import json, pathlib, sys\n"
+        "here = pathlib.Path(__file__).parent\n"
+        "runs = here / 'runs'\n"
+        "n = int(runs.read_text()) if runs.exists() else 0\n"
+        "runs.write_text(str(n + 1))\n"
+        "answers = json.loads((here / 'answers.json').read_text())\n"
+        "answer = answers[min(n, len(answers) - 1)]\n"
+        "if 'fail' in answer:\n"
+        "    sys.exit(answer['fail'])\n"
+        "print(json.dumps({'apiVersion': 'client.authentication.k8s.io/v1',\n"
+        "                  'kind': 'ExecCredential', 'status': answer}))\n"
+    )
+    return {
         "exec": {
-            "apiVersion": "client.authentication.k8s.io/v1beta1",
+            "apiVersion": "client.authentication.k8s.io/v1",
             "command": sys.executable,
-            "args": ["-c", f"print({json.dumps(json.dumps(credential))})"],
+            "args": [str(script)],
         }
     }
+
+
+def plugin_runs(directory: Path) -> int:
+    return int((directory / "runs").read_text())
+
+
+UNAUTHORIZED = (
+    b"HTTP/1.1 401 Unauthorized\r\nContent-Type: application/json\r\nContent-Length: 35\r\n\r\n"
+    b'{"kind":"Status","reason":"Unauth"}'
+)
+
+
+def by_token(good: str) -> Callable[[Any], None]:
+    """A script answering 200 to `Bearer {good}` and 401 to anything else."""
+
+    def script(peer: Any) -> None:
+        while (request := peer.read_request()) is not None:
+            peer.send(OK if f"Bearer {good}".encode() in request[0] else UNAUTHORIZED)
+
+    return script
+
+
+def test_an_exec_plugins_token_is_sent(
+    serve: Callable[..., ScriptedServer], tmp_path: Path
+) -> None:
     server = serve(every_request(OK))
-    path = write_kubeconfig(tmp_path / "config", server.url, exec_user)
+    path = write_kubeconfig(tmp_path / "config", server.url, exec_plugin(tmp_path, {"token": "t"}))
     client = KubeClient.from_kubeconfig(path)
-    assert isinstance(client.access.credentials, kubeconfig.LoaderCredentials)
+    assert isinstance(client.access.credentials, kubeconfig.PluginCredentials)
     assert client.get(CONFIGMAPS, "a", "ns") == {}
-    assert sent_headers(server)["authorization"] == "Bearer from-exec"
+    assert sent_headers(server)["authorization"] == "Bearer t"
+
+
+def test_a_401_runs_the_exec_plugin_again_and_retries_once(
+    serve: Callable[..., ScriptedServer], tmp_path: Path
+) -> None:
+    # The first token was revoked before it expired: the server refuses it.
+    server = serve(by_token("second"))
+    user = exec_plugin(tmp_path, {"token": "first"}, {"token": "second"}, {"token": "third"})
+    client = KubeClient.from_kubeconfig(write_kubeconfig(tmp_path / "config", server.url, user))
+    assert client.get(CONFIGMAPS, "a", "ns") == {}
+    assert plugin_runs(tmp_path) == 2
+    assert [request[0].count(b"Bearer first") for request in server.requests] == [1, 0]
+    # A server that refuses the renewed credentials too: one renewal per request, no loop.
+    stubborn = serve(by_token("nobody"))
+    client = KubeClient.from_kubeconfig(write_kubeconfig(tmp_path / "other", stubborn.url, user))
+    with pytest.raises(Unauthorized):
+        client.get(CONFIGMAPS, "a", "ns")
+    assert len(stubborn.requests) == 2
+
+
+def test_a_client_certificate_from_an_exec_plugin_is_renewed_when_refused(
+    serve: Callable[..., ScriptedServer], tmp_path: Path
+) -> None:
+    server_cert, server_key = self_signed_pem(("127.0.0.1",))
+    (tmp_path / "server.crt").write_bytes(server_cert)
+    (tmp_path / "server.key").write_bytes(server_key)
+    old_cert, old_key = self_signed_pem(("old-client",))
+    new_cert, new_key = self_signed_pem(("new-client",))
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(tmp_path / "server.crt", tmp_path / "server.key")
+    context.verify_mode = ssl.CERT_REQUIRED
+    context.load_verify_locations(cadata=old_cert.decode() + new_cert.decode())
+
+    def script(peer: Any) -> None:
+        # The API server authenticates the certificate per request: the rotated-out one
+        # is refused.
+        subject = dict(item[0] for item in peer.sock.getpeercert()["subject"])
+        while peer.read_request() is not None:
+            peer.send(OK if subject["commonName"] == "new-client" else UNAUTHORIZED)
+
+    server = serve(script, context)
+    user = exec_plugin(
+        tmp_path,
+        {"clientCertificateData": old_cert.decode(), "clientKeyData": old_key.decode()},
+        {"clientCertificateData": new_cert.decode(), "clientKeyData": new_key.decode()},
+    )
+    path = write_kubeconfig(
+        tmp_path / "config", server.url, user, **{"certificate-authority-data": b64(server_cert)}
+    )
+    assert KubeClient.from_kubeconfig(path).get(CONFIGMAPS, "a", "ns") == {}
+    assert plugin_runs(tmp_path) == 2
+    assert server.connections == 2  # the renewed certificate came on a new connection
+
+
+def test_an_exec_plugin_that_fails_to_renew_fails_the_request_with_its_words(
+    serve: Callable[..., ScriptedServer], tmp_path: Path
+) -> None:
+    expired = {"token": "old", "expirationTimestamp": "2020-01-01T00:00:00Z"}
+    user = exec_plugin(tmp_path, expired, {"fail": "your session ended: log in again"})
+    server = serve(every_request(OK))
+    client = KubeClient.from_kubeconfig(write_kubeconfig(tmp_path / "config", server.url, user))
+    with pytest.raises(ConnectionFailed, match="exit 1: your session ended: log in again"):
+        client.get(CONFIGMAPS, "a", "ns")
+    assert server.requests == []  # never sent with the expired token
+
+
+def test_kubeconfig_lists_are_merged_as_kubectl_merges_them(
+    serve: Callable[..., ScriptedServer], tmp_path: Path
+) -> None:
+    server = serve(every_request(OK))
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    (second / "token").write_text("from-second")
+    (first / "config").write_text(
+        yaml.safe_dump(
+            {
+                "current-context": "x",
+                "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+                "users": [{"name": "other", "user": {"token": "unused"}}],
+            }
+        )
+    )
+    (second / "config").write_text(
+        yaml.safe_dump(
+            {
+                "current-context": "ignored: the first file's wins",
+                "clusters": [{"name": "c", "cluster": {"server": server.url}}],
+                # Relative to the file that names it.
+                "users": [{"name": "u", "user": {"tokenFile": "token"}}],
+                "contexts": [{"name": "x", "context": {"cluster": "gone", "user": "u"}}],
+            }
+        )
+    )
+    missing = tmp_path / "missing"
+    listed = os.pathsep.join(str(p) for p in (missing, first / "config", second / "config"))
+    access = kubeconfig.locate({"KUBECONFIG": listed})
+    assert access.server == server.url
+    assert access.credentials.headers() == {"Authorization": "Bearer from-second"}
+    with pytest.raises(KubeConfigError, match="none of its files exists"):
+        kubeconfig.locate({"KUBECONFIG": os.pathsep.join([str(missing), str(missing)])})
+
+
+def test_skipping_tls_verification_while_naming_a_ca_is_refused(tmp_path: Path) -> None:
+    cert_pem, _ = self_signed_pem()
+    insecure = {"insecure-skip-tls-verify": True, "certificate-authority-data": b64(cert_pem)}
+    path = write_kubeconfig(tmp_path / "config", "https://api.test", {}, **insecure)
+    with pytest.raises(KubeConfigError, match="with the insecure flag is not allowed"):
+        kubeconfig.from_kubeconfig(path)
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from baseten_operator.runtime.httpserver import ConnectionLimits, Response, RoutedHTTPServer
+from testsupport.forward_proxy import ipv6_loopback
 from testsupport.polling import wait_for
 
 
@@ -18,17 +19,27 @@ def _ok(path: str, query: object) -> Response:
     return Response(200, b"ok")
 
 
-@pytest.fixture
-def server() -> Iterator[RoutedHTTPServer]:
+def _serving(name: str, idle_timeout: float) -> Iterator[RoutedHTTPServer]:
     server = RoutedHTTPServer(
         "127.0.0.1:0",
         {"/metrics": _ok},
-        name="limited",
-        limits=ConnectionLimits(max_connections=4, idle_timeout=30.0),
+        name=name,
+        limits=ConnectionLimits(max_connections=4, idle_timeout=idle_timeout),
     )
     server.start()
     yield server
     server.stop()
+
+
+@pytest.fixture
+def server() -> Iterator[RoutedHTTPServer]:
+    yield from _serving("limited", 30.0)
+
+
+@pytest.fixture
+def impatient() -> Iterator[RoutedHTTPServer]:
+    """A server whose connections may stay idle 0.5 s."""
+    yield from _serving("impatient", 0.5)
 
 
 def _connect(address: tuple[str, int] | None) -> socket.socket:
@@ -82,28 +93,22 @@ def _get_or_none(address: tuple[str, int] | None) -> int | None:
         return None
 
 
-def test_a_connection_that_stops_sending_is_closed_after_the_idle_timeout() -> None:
-    server = RoutedHTTPServer(
-        "127.0.0.1:0",
-        {"/metrics": _ok},
-        name="impatient",
-        limits=ConnectionLimits(max_connections=4, idle_timeout=0.2),
-    )
-    server.start()
-    try:
-        half_sent = _connect(server.bound_address)
-        half_sent.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")  # headers never end
-        keep_alive = http.client.HTTPConnection(*server.bound_address, timeout=5)  # type: ignore[misc]
-        keep_alive.request("GET", "/metrics")
-        assert keep_alive.getresponse().read() == b"ok"
-        assert keep_alive.sock is not None
-        idle_after_response = keep_alive.sock
-        assert wait_for(lambda: _closed_by_server(half_sent), timeout=5)
-        assert wait_for(lambda: _closed_by_server(idle_after_response), timeout=5)
-        half_sent.close()
-        keep_alive.close()
-    finally:
-        server.stop()
+def test_a_connection_that_stops_sending_is_closed_after_the_idle_timeout(
+    impatient: RoutedHTTPServer,
+) -> None:
+    address = impatient.bound_address
+    assert address is not None
+    half_sent = _connect(address)
+    half_sent.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")  # headers never end
+    keep_alive = http.client.HTTPConnection(*address, timeout=5)
+    keep_alive.request("GET", "/metrics")
+    assert keep_alive.getresponse().read() == b"ok"
+    assert keep_alive.sock is not None
+    idle_after_response = keep_alive.sock
+    assert wait_for(lambda: _closed_by_server(half_sent), timeout=5)
+    assert wait_for(lambda: _closed_by_server(idle_after_response), timeout=5)
+    half_sent.close()
+    keep_alive.close()
 
 
 @pytest.mark.parametrize("simulator", ["kube", "baseten"])
@@ -130,5 +135,40 @@ def test_the_simulators_servers_are_bounded_the_same_way(
         assert wait_for(lambda: all(_closed_by_server(s) for s in held), timeout=5)  # idle
         for sock in (*held, refused):
             sock.close()
+    finally:
+        server.stop()
+
+
+def test_a_request_head_trickling_in_is_cut_at_the_idle_timeout_as_a_whole(
+    impatient: RoutedHTTPServer,
+) -> None:
+    # One byte at a time, each well within the idle timeout: a per-read timeout never
+    # trips, so only a deadline on the whole head frees the slot.
+    trickle = _connect(impatient.bound_address)
+    head = b"GET /metrics HTTP/1.1\r\n" + b"X-Slow: " + b"a" * 200
+    sent = 0
+    for byte in head:
+        try:
+            trickle.sendall(bytes([byte]))
+        except OSError:
+            break  # the server closed it
+        sent += 1
+        if _closed_by_server(trickle):
+            break
+        threading.Event().wait(0.05)  # the slow client's pace, not a synchronisation
+    assert sent < len(head), "the whole trickle was accepted"
+    assert wait_for(lambda: _closed_by_server(trickle), timeout=5)
+    trickle.close()
+
+
+@pytest.mark.skipif(not ipv6_loopback(), reason="no IPv6 on this machine")
+def test_an_address_without_a_host_serves_ipv4_and_ipv6_clients() -> None:
+    server = RoutedHTTPServer(":0", {"/metrics": _ok}, name="dual")
+    server.start()
+    try:
+        assert server.bound_address is not None
+        port = server.bound_address[1]
+        assert _get(("127.0.0.1", port)) == 200
+        assert _get(("::1", port)) == 200
     finally:
         server.stop()

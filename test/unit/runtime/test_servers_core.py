@@ -35,7 +35,8 @@ def metrics_server() -> Iterator[MetricsServer]:
 def test_bind_addresses_follow_the_flag_conventions() -> None:
     assert parse_bind_address("0") is None
     assert parse_bind_address("127.0.0.1:0") == ("127.0.0.1", 0)
-    assert parse_bind_address(":8080") == ("0.0.0.0", 8080)
+    assert parse_bind_address(":8080") == ("::", 8080)  # both families
+    assert parse_bind_address("[::1]:8080") == ("::1", 8080)
     assert parse_bind_address("0.0.0.0:9090") == ("0.0.0.0", 9090)
     for bad in ("8080", "host:", "host:http", ":70000"):
         with pytest.raises(ValueError):
