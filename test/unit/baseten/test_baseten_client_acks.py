@@ -115,7 +115,7 @@ def test_a_positive_acknowledgement_passes(
 
 
 def test_a_cancel_says_how_baseten_stops_the_promotion(
-    client: BasetenClient, rsps: HttpMock, base_url: str
+    client: BasetenClient, rsps: responses.RequestsMock, base_url: str
 ) -> None:
     rsps.add("POST", base_url + CANCEL[1], json={"status": "RAMPING_DOWN", "message": "m"})
     assert client.cancel_promotion("m1", "production").status == "RAMPING_DOWN"
