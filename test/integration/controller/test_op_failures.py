@@ -125,11 +125,14 @@ def test_an_unchanged_intent_write_still_proves_the_version_it_read(
     """docs/contract.md section 11: the status written before an irreversible call is checked
     against the resourceVersion the pass read even when it repeats the stored status; the
     API server answers a current one as a no-op and a stale one with 409."""
+    # Observe, steady on what it serves: the operator leaves it be, and its status is one a
+    # pass about to make a call renders the same (not stalled, nothing under way).
     model = harness.sim.seed_model("held")
-    harness.sim.seed_deployment(model["id"], "h1")
-    harness.create_model_cr(namespace, "held", reconcile_spec("held", "h1", mode="Pause"))
+    serving = harness.sim.seed_deployment(model["id"], "h1")
+    harness.sim.seed_environment(model["id"], "production", current_deployment_id=serving["id"])
+    harness.create_model_cr(namespace, "held", reconcile_spec("held", "h1", mode="Observe"))
     read = harness.wait_status(
-        namespace, "held", lambda cr: status_of(cr).get("deploymentStatus") == "PAUSED"
+        namespace, "held", lambda cr: status_of(cr).get("deploymentStatus") == "ACTIVE"
     )
     version = read["metadata"]["resourceVersion"]
 
