@@ -2,10 +2,11 @@
 
 `hack/kube-apiserver/go.mod` and `hack/etcd/go.mod` (with their go.sum, which every download
 is verified against) pin the releases; the binaries go to a cache outside the checkout,
-`$XDG_CACHE_HOME/baseten-operator/kube/<kubernetes release>/`, and are rebuilt only when
-missing. A cold build compiles a few thousand packages: minutes on two cores, so it prints
-how far it has got. Two builders at once (parallel test workers) take turns on a file lock,
-and a binary appears in the cache only once it is complete.
+`$XDG_CACHE_HOME/baseten-operator/kube/<kubernetes release>/`, named with a digest of what
+they are built from (`recipe_digest`), and are built only when missing. A cold build compiles
+a few thousand packages: minutes on two cores, so it prints how far it has got. Two builders
+at once (parallel test workers) take turns on a file lock, and a binary appears in the cache
+only once it is complete.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import collections
 import contextlib
 import datetime
 import fcntl
+import hashlib
 import json
 import os
 import re
@@ -32,9 +34,14 @@ APISERVER_MODULE = HACK / "kube-apiserver"
 ETCD_MODULE = HACK / "etcd"
 APISERVER_PACKAGE = "k8s.io/kubernetes/cmd/kube-apiserver"
 ETCD_PACKAGE = "go.etcd.io/etcd/server/v3"
-# How Kubernetes' own release build compiles (hack/lib/golang.sh there): static, no test code.
+# How Kubernetes' own release build compiles (hack/lib/golang.sh there): static, no test code,
+# stripped; kube-apiserver's version is stamped on top (see ensure_built).
 BUILD_TAGS = "selinux,notest"
+LDFLAGS = "-s -w"
 PROGRESS_EVERY = 30.0
+# A cold build on two cores takes about 6 minutes: three times a slow machine's, then it hangs.
+BUILD_TIMEOUT = 45 * 60.0
+GO_LIST_TIMEOUT = 120.0  # one question to the module proxy
 
 Say = Callable[[str], None]
 
@@ -63,6 +70,15 @@ def cache_root() -> Path:
     return Path(base) / "baseten-operator" / "kube"
 
 
+def recipe_digest(module: Path) -> str:
+    """What a binary is built from: its module's go.mod and go.sum and the build's flags. Part
+    of the cached binary's name, so a changed pin or recipe builds anew instead of reusing."""
+    digest = hashlib.sha256(f"{BUILD_TAGS}\0{LDFLAGS}\0".encode())
+    for name in ("go.mod", "go.sum"):
+        digest.update((module / name).read_bytes())
+    return digest.hexdigest()[:12]
+
+
 def planned() -> Binaries:
     """Where the pinned binaries live, built or not."""
     if not APISERVER_MODULE.joinpath("go.mod").is_file():
@@ -73,7 +89,11 @@ def planned() -> Binaries:
     kubernetes = pinned_version(APISERVER_MODULE / "go.mod", "k8s.io/kubernetes")
     etcd = pinned_version(ETCD_MODULE / "go.mod", "go.etcd.io/etcd/server/v3")
     directory = cache_root() / kubernetes
-    return Binaries(directory / "kube-apiserver", directory / f"etcd-{etcd}", kubernetes)
+    return Binaries(
+        directory / f"kube-apiserver-{recipe_digest(APISERVER_MODULE)}",
+        directory / f"etcd-{etcd}-{recipe_digest(ETCD_MODULE)}",
+        kubernetes,
+    )
 
 
 def ensure_built(say: Say | None = None) -> Binaries:
@@ -96,13 +116,13 @@ def ensure_built(say: Say | None = None) -> Binaries:
             f"-X {version_pkg}.gitTreeState=archive "
             f"-X {version_pkg}.buildDate={_release_date(binaries.kubernetes_version)}"
         )
-        _build("etcd", ETCD_MODULE, ETCD_PACKAGE, binaries.etcd, "-s -w", say)
+        _build("etcd", ETCD_MODULE, ETCD_PACKAGE, binaries.etcd, LDFLAGS, say)
         _build(
             f"kube-apiserver {binaries.kubernetes_version}",
             APISERVER_MODULE,
             APISERVER_PACKAGE,
             binaries.kube_apiserver,
-            f"-s -w {version_flags}",
+            f"{LDFLAGS} {version_flags}",
             say,
         )
     return binaries
@@ -110,13 +130,17 @@ def ensure_built(say: Say | None = None) -> Binaries:
 
 def _release_date(version: str) -> str:
     """The pinned release's publication time, as the module proxy records it."""
-    answer = subprocess.run(
-        ["go", "list", "-m", "-json", f"k8s.io/kubernetes@{version}"],
-        cwd=APISERVER_MODULE,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    try:
+        answer = subprocess.run(
+            ["go", "list", "-m", "-json", f"k8s.io/kubernetes@{version}"],
+            cwd=APISERVER_MODULE,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=GO_LIST_TIMEOUT,
+        )
+    except subprocess.TimeoutExpired:
+        raise BuildError(f"go list -m k8s.io/kubernetes@{version}: no answer in time") from None
     if answer.returncode != 0:
         raise BuildError(f"go list -m k8s.io/kubernetes@{version} failed:\n{answer.stderr}")
     released = datetime.datetime.fromisoformat(json.loads(answer.stdout)["Time"])
@@ -153,6 +177,12 @@ def _build(name: str, module: Path, package: str, output: Path, ldflags: str, sa
             break
         except subprocess.TimeoutExpired:
             elapsed = time.monotonic() - started
+            if elapsed > BUILD_TIMEOUT:
+                process.kill()
+                process.wait()
+                raise BuildError(
+                    f"go build of {name} still running after {elapsed:.0f} s: stopped"
+                ) from None
             say(f"  still building {name}: {len(compiled)} packages in {elapsed:.0f} s")
     reader.join()
     if code != 0 or not partial.is_file():

@@ -19,7 +19,6 @@ import socket
 import ssl
 import subprocess
 import time
-import urllib.error
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
@@ -72,9 +71,10 @@ class ControlPlane:
     def __init__(
         self, binaries: Binaries, workdir: Path, *, port: int = 0, audit: bool = False
     ) -> None:
-        """`port`: the API server's (0: any free one). `audit`: log every write (who, what,
-        when) for `writes()`, as a cluster's audit log would; tests that tell replicas apart by
-        User-Agent read it."""
+        """`port`: the API server's (0: any free one). `audit`: keep an audit log (AUDIT_POLICY:
+        every write, and every request of a ServiceAccount) for `writes()` and `forbidden()`,
+        as a cluster's audit backend would: tests tell replicas apart by User-Agent in it, and
+        find requests RBAC refused."""
         self.binaries = binaries
         self.workdir = workdir
         self.port = port
@@ -82,6 +82,7 @@ class ControlPlane:
         self.processes: list[tuple[str, subprocess.Popen[bytes], Path]] = []
         self.url = ""
         self.keys: KeyMaterial | None = None
+        self._admin_tls: ssl.SSLContext | None = None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -245,12 +246,7 @@ class ControlPlane:
             time.sleep(0.2)  # polling a process that has no readiness signal but its HTTP
 
     def _serving(self) -> bool:
-        try:
-            self.request("GET", "/readyz")
-            self.request("GET", "/api/v1/namespaces/default")
-        except (OSError, ControlPlaneError):
-            return False
-        return True
+        return self._answers("/readyz") and self._answers("/api/v1/namespaces/default")
 
     def log_tail(self, name: str, lines: int = 40) -> str:
         for process_name, _, log in self.processes:
@@ -260,41 +256,21 @@ class ControlPlane:
 
     # ------------------------------------------------------------------ clients
 
-    def _context(self) -> ssl.SSLContext:
-        assert self.keys is not None, "not started"
-        context = ssl.create_default_context(cafile=str(self.keys.ca_cert))
-        context.load_cert_chain(str(self.keys.admin_cert), str(self.keys.admin_key))
-        return context
-
-    def request(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
-        """One call as admin; the decoded JSON answer (or text), ControlPlaneError on non-2xx."""
-        data = json.dumps(body).encode() if body is not None else None
-        request = urllib.request.Request(
-            self.url + path, data=data, method=method, headers={"Content-Type": "application/json"}
-        )
+    def _answers(self, path: str) -> bool:
+        """Whether GET `path` as the administrator answers 2xx (the readiness probe)."""
+        if self._admin_tls is None:
+            assert self.keys is not None, "not started"
+            self._admin_tls = ssl.create_default_context(cafile=str(self.keys.ca_cert))
+            self._admin_tls.load_cert_chain(str(self.keys.admin_cert), str(self.keys.admin_key))
         try:
-            with urllib.request.urlopen(request, context=self._context(), timeout=10) as answer:
-                text = answer.read().decode()
-        except urllib.error.HTTPError as error:
-            raise ControlPlaneError(
-                f"{method} {path}: {error.code} {error.read().decode(errors='replace')}"
-            ) from None
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError:
-            return text
+            with urllib.request.urlopen(self.url + path, context=self._admin_tls, timeout=5):
+                return True
+        except OSError:  # refused while starting, or an HTTP error status
+            return False
 
-    def kubeconfig(self, user: str = "admin", token: str | None = None) -> dict[str, Any]:
-        """A kubeconfig for this server: the admin certificate, or `token` if given."""
+    def kubeconfig(self) -> dict[str, Any]:
+        """The administrator's kubeconfig for this server (the client certificate)."""
         assert self.keys is not None, "not started"
-        credentials: dict[str, str] = (
-            {"token": token}
-            if token is not None
-            else {
-                "client-certificate": str(self.keys.admin_cert),
-                "client-key": str(self.keys.admin_key),
-            }
-        )
         return {
             "apiVersion": "v1",
             "kind": "Config",
@@ -307,29 +283,24 @@ class ControlPlane:
                     },
                 }
             ],
-            "users": [{"name": user, "user": credentials}],
-            "contexts": [{"name": user, "context": {"cluster": "real", "user": user}}],
-            "current-context": user,
+            "users": [
+                {
+                    "name": "admin",
+                    "user": {
+                        "client-certificate": str(self.keys.admin_cert),
+                        "client-key": str(self.keys.admin_key),
+                    },
+                }
+            ],
+            "contexts": [{"name": "admin", "context": {"cluster": "real", "user": "admin"}}],
+            "current-context": "admin",
         }
 
-    def write_kubeconfig(self, path: Path, user: str = "admin", token: str | None = None) -> Path:
+    def write_kubeconfig(self, path: Path) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(yaml.safe_dump(self.kubeconfig(user, token)))
+        path.write_text(yaml.safe_dump(self.kubeconfig()))
         path.chmod(0o600)
         return path
-
-    def service_account_token(self, namespace: str, name: str, seconds: int = 86400) -> str:
-        """A token of an existing ServiceAccount (TokenRequest), as a kubelet would mount."""
-        answer = self.request(
-            "POST",
-            f"/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token",
-            {
-                "apiVersion": "authentication.k8s.io/v1",
-                "kind": "TokenRequest",
-                "spec": {"expirationSeconds": seconds},
-            },
-        )
-        return str(answer["status"]["token"])
 
 
 def _http_ok(url: str) -> bool:
