@@ -1,6 +1,7 @@
 """End to end: a leader frozen longer than its Lease is fenced, and exits once it resumes.
 
-Two `baseten-operator run --leader-elect` processes on the emulator and the simulator. The
+Two `baseten-operator run --leader-elect` processes on a real kube-apiserver (its audit log
+tells their writes apart) and the simulator. The
 leader is stopped (SIGSTOP) for 20 s; meanwhile the CRs get new sources, the other replica
 takes the Lease and promotes them. On SIGCONT the old leader must not write anything more
 (no Baseten call, no status, finalizer or Event write: told apart by the identity each

@@ -37,7 +37,9 @@ def say(message: str) -> None:
 
 @dataclass
 class Cluster:
-    kind: Kind
+    """A running API server: `plane` when it is the real one, `emulator` (its process and URL)
+    when it is the emulator."""
+
     kubeconfig: Path
     plane: ControlPlane | None = None
     emulator: Process | None = None
@@ -46,10 +48,6 @@ class Cluster:
     @property
     def kubectl(self) -> Kubectl:
         return Kubectl(str(self.kubeconfig))
-
-    @property
-    def real(self) -> bool:
-        return self.plane is not None
 
     def writes(self) -> list[dict[str, Any]]:
         """Every write the server received: time, verb, resource, namespace, name,
@@ -110,8 +108,8 @@ class Cluster:
 
 def start_kube(workdir: Path, kind: Kind | None = None, *, audit: bool = False) -> Cluster:
     """A fresh API server of `kind` (default: `default_kind()`), ready, its admin kubeconfig
-    in `workdir`. `audit`: the real server records writes for `writes()` (the emulator
-    always does)."""
+    in `workdir`. `audit`: the real server keeps an audit log for `writes()` and
+    `forbidden()` (the emulator always records writes)."""
     kind = kind or default_kind()
     workdir.mkdir(parents=True, exist_ok=True)
     kubeconfig = workdir / "kubeconfig"
@@ -119,7 +117,7 @@ def start_kube(workdir: Path, kind: Kind | None = None, *, audit: bool = False) 
         plane = ControlPlane(ensure_built(say), workdir / "control-plane", audit=audit)
         plane.start()
         plane.write_kubeconfig(kubeconfig)
-        return Cluster("real", kubeconfig, plane=plane)
+        return Cluster(kubeconfig, plane=plane)
     port = free_port()
     emulator = Process.start(
         "kube emulator",
@@ -138,4 +136,4 @@ def start_kube(workdir: Path, kind: Kind | None = None, *, audit: bool = False) 
     except BaseException:
         emulator.terminate(10)
         raise
-    return Cluster("emulator", kubeconfig, emulator=emulator, emulator_url=url)
+    return Cluster(kubeconfig, emulator=emulator, emulator_url=url)

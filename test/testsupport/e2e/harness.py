@@ -35,6 +35,7 @@ API_KEY = "e2e-key"
 OPERATOR_NAMESPACE = "baseten-operator-system"
 API_KEY_SECRET = "baseten-operator-api-key"
 OPERATOR_SERVICE_ACCOUNT = "baseten-operator-controller-manager"
+OPERATOR_USER = f"system:serviceaccount:{OPERATOR_NAMESPACE}:{OPERATOR_SERVICE_ACCOUNT}"
 LEASE_NAME = "020848ba.baseten.com"
 METRICS_READER = "baseten-operator-metrics-reader"  # config/rbac, with the install's prefix
 # Every delay of the operator and every simulated lifecycle step x0.02: a 30 s promotion poll

@@ -17,6 +17,7 @@ from testsupport.e2e.harness import (
     INSTALL_MANIFEST,
     OPERATOR_NAMESPACE,
     OPERATOR_SERVICE_ACCOUNT,
+    OPERATOR_USER,
     TIME_SCALE,
     VENV_BIN,
     Kubectl,
@@ -75,9 +76,6 @@ def running_cluster(workdir: Path, api_key: str) -> Iterator[tuple[LocalCluster,
         refused = kube.forbidden(OPERATOR_USER)
         kube.stop()
     assert not refused, "the operator's ServiceAccount was refused:\n" + "\n".join(refused)
-
-
-OPERATOR_USER = f"system:serviceaccount:{OPERATOR_NAMESPACE}:{OPERATOR_SERVICE_ACCOUNT}"
 
 
 def start_cluster(

@@ -4,7 +4,8 @@ Baseten: 5% of requests answered 5xx (the driver counts the requests of each tic
 request log and queues that many 5xx faults), bursts of 429 with a retry-after, slow
 answers and connection resets, each kind queued again only once the last lot has struck
 (the simulator's faults wait for requests: queued faster than the operator calls, they would
-answer every call). Kubernetes: every watch connection cut abruptly at a steady interval.
+answer every call). Kubernetes: every watch connection cut abruptly at a steady interval (on a
+real API server, every connection through the relay in front of it is reset).
 """
 
 from __future__ import annotations

@@ -1,13 +1,14 @@
-"""`make soak`: a chaos soak of two operator replicas on the emulator and the simulator.
+"""`make soak`: a chaos soak of two operator replicas on a Kubernetes API server and the simulator.
 
-Two `baseten-operator run --leader-elect` processes share a Lease on the Kubernetes emulator
-and talk to the Baseten simulator, both standalone processes. N BasetenModels (default 200):
+Two `baseten-operator run --leader-elect` processes share a Lease on a real kube-apiserver (the
+emulator with TEST_KUBE=emulator), authenticated as the manager's ServiceAccount, and talk to
+the Baseten simulator, all standalone processes. N BasetenModels (default 200):
 Reconcile ones promoting their source (half then get a new source, half click-ops drift),
 Observe ones, Pause-and-back ones (drifted while paused), DeleteWithGuardrails ones deleted
 while serving then drained, Retain ones deleted; then a last drift and a steady minute.
 Faults throughout (faults.py), two leader SIGKILLs (the replica restarted) and one leader
-freeze longer than the Lease. Then the checks of checks.py; the figures are printed and any
-violation exits 1.
+freeze longer than the Lease. Then the checks of checks.py, and on the real server that RBAC
+refused none of the replicas' requests; the figures are printed and any violation exits 1.
 
     make soak ARGS="[--crs 200] [--short] [--workdir DIR]"
     PYTHONPATH=test .venv/bin/python -m testsupport.soak.run [--crs 200] [--short] [--workdir DIR]
@@ -31,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from testsupport.e2e.harness import basetenmodel
+from testsupport.e2e.harness import OPERATOR_USER, basetenmodel
 from testsupport.polling import Timeout, wait_for
 from testsupport.soak.checks import Evidence, Freeze, Tracked, run_checks
 from testsupport.soak.faults import FaultDriver, FaultPlan
@@ -450,6 +451,7 @@ def run_soak(config: SoakConfig, workdir: Path | None = None) -> SoakResult:
         )
         scenario.play()
         evidence = scenario.evidence()
+        refused = stack.kube.forbidden(OPERATOR_USER)
     finally:
         scenario.faults.stop()
         exit_codes = stack.stop()
@@ -465,6 +467,8 @@ def run_soak(config: SoakConfig, workdir: Path | None = None) -> SoakResult:
         (workdir / name).write_text(json.dumps(entries, indent=1))
     violations = run_checks(evidence)
     violations["every phase completed in time"] = scenario.timeouts
+    # On a real API server: the replicas have exactly config/rbac's permissions.
+    violations["no request of the operator refused by RBAC"] = refused
     figures = scenario.figures(evidence, started)
     figures["replica exit codes at the end"] = exit_codes
     return SoakResult(violations, figures, workdir)

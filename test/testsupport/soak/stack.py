@@ -1,4 +1,4 @@
-"""The soak's processes: the Kubernetes emulator, the Baseten simulator and operator replicas.
+"""The soak's processes: the Kubernetes API server, the Baseten simulator and operator replicas.
 
 Each runs standalone, as in the e2e stack (testsupport/e2e/harness.py supplies kubectl, the
 simulator's HTTP client and the process wrapper); the replicas run `baseten-operator run
@@ -25,7 +25,6 @@ import requests
 
 from testsupport.clusters import Cluster, start_kube
 from testsupport.e2e.harness import (
-    INSTALL_MANIFEST,
     LEASE_NAME,
     OPERATOR_NAMESPACE,
     OPERATOR_SERVICE_ACCOUNT,
@@ -35,6 +34,7 @@ from testsupport.e2e.harness import (
     free_port,
     http_ok,
 )
+from testsupport.e2e.local import install
 from testsupport.paths import REPO
 from testsupport.polling import wait_for
 from testsupport.tcp_relay import Relay
@@ -134,12 +134,11 @@ class Replica:
 
 @dataclass
 class Stack:
-    """The emulator, the simulator and the replicas started so far (dead ones included)."""
+    """The API server, the simulator and the replicas started so far (dead ones included)."""
 
     workdir: Path
     api_key: str
     time_scale: float
-    kubectl: Kubectl
     kube: Cluster
     relay: Relay | None  # in front of a real API server, for watch cuts
     operator_kubeconfig: Path
@@ -168,11 +167,7 @@ class Stack:
             services.append(baseten)
             sim_url = f"http://127.0.0.1:{sim_port}"
             _wait_ready(baseten, f"{sim_url}/_sim/health")
-            kube.kubectl.run("apply", "-f", str(INSTALL_MANIFEST))
-            kube.kubectl.run(
-                "wait", "--for=condition=Established", "crd/basetenmodels.models.baseten.com",
-                "--timeout=30s",
-            )  # fmt: skip
+            install(kube.kubectl, api_key)
             # The replicas authenticate as the manager's ServiceAccount (config/rbac applies).
             operator_kubeconfig = kube.service_account_kubeconfig(
                 workdir / "operator.kubeconfig",
@@ -188,9 +183,13 @@ class Stack:
             kube.stop()
             raise
         return cls(
-            workdir, api_key, time_scale, kube.kubectl, kube, relay, operator_kubeconfig,
+            workdir, api_key, time_scale, kube, relay, operator_kubeconfig,
             Simulator(sim_url, api_key), services,
         )  # fmt: skip
+
+    @property
+    def kubectl(self) -> Kubectl:
+        return self.kube.kubectl
 
     def start_replica(self) -> Replica:
         label = f"r{len(self.replicas) + 1}"
