@@ -52,6 +52,7 @@ class Res:
 
 CONFIGMAPS = Res("", "v1", "configmaps")
 SECRETS = Res("", "v1", "secrets")
+SERVICES = Res("", "v1", "services")
 NAMESPACES = Res("", "v1", "namespaces", namespaced=False)
 EVENTS = Res("", "v1", "events")
 NEW_EVENTS = Res("events.k8s.io", "v1", "events")
@@ -145,7 +146,7 @@ class Kube:
         EVENTS,
         NEW_EVENTS,
     )
-    LEASES, CRDS, WIDGETS = LEASES, CRDS, WIDGETS
+    LEASES, CRDS, WIDGETS, SERVICES = LEASES, CRDS, WIDGETS, SERVICES
     MERGE, JSON_PATCH, STRATEGIC, TABLE = MERGE, JSON_PATCH, STRATEGIC, TABLE
 
     def __init__(self, api_client: client.ApiClient, server: KubeApiServer | None) -> None:

@@ -671,6 +671,30 @@ def test_strategic_merge_orders_lists_as_a_real_server_does(
     assert patched["metadata"]["finalizers"] == merged
 
 
+def test_strategic_merge_orders_keyed_lists_alike_and_merges_their_items(kube, namespace):
+    """A list merged on a key (a Service's ports, on `port`): the same order, and an item the
+    patch names is merged into the server's, not replaced."""
+
+    def port(number: int, **extra: Any) -> dict[str, Any]:
+        return {"name": f"p{number}", "port": number, **extra}
+
+    service = {
+        "metadata": {"name": "ordered"},
+        "spec": {"ports": [port(1), port(3), port(4)]},
+    }
+    kube.create(kube.SERVICES, service, namespace)
+    patched = kube.patch(
+        kube.SERVICES,
+        "ordered",
+        {"spec": {"ports": [port(3, targetPort=9), port(2)]}},
+        namespace,
+        content_type=kube.STRATEGIC,
+    )
+    ports = patched["spec"]["ports"]
+    assert [p["port"] for p in ports] == [1, 3, 2, 4]
+    assert ports[1]["targetPort"] == 9 and ports[1]["name"] == "p3"
+
+
 def test_version_has_every_field(kube):
     version = kube.call("GET", "/version")
     for field in (
