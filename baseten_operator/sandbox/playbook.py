@@ -2,7 +2,8 @@
 
 Each play is one story from the README (drift, a failed build, a bad rollout reverted, a
 TTL deactivation, pause, observe, a guarded deletion) told with the tools a person has:
-kubectl against the emulator, curl against the Baseten simulator's `/_sim/` control API.
+kubectl against the sandbox's API server, curl against the Baseten simulator's `/_sim/`
+control API.
 """
 
 from __future__ import annotations
