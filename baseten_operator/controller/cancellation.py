@@ -35,7 +35,13 @@ def cancel_unwanted_promotion(
     Baseten cancelled its promotion. Ends the pass while a cancellation ramps down, or
     when the cancel failed."""
     cancelling = p.status.cancelling_deployment_id
-    if cancelling and not _unwanted(environment.candidate_deployment, cancelling, source):
+    if (
+        cancelling
+        # Only on an answer that says what serves: one without it could hide a promotion
+        # completed before the cancel landed, which would then be forgotten unsaid.
+        and environment.stated("current_deployment")
+        and not _unwanted(environment.candidate_deployment, cancelling, source)
+    ):
         _cancellation_over(p, environment, cancelling, source)
     candidate = unwanted_candidate(p, environment, source)
     if candidate is None:

@@ -109,20 +109,18 @@ _ENVIRONMENT = _MODEL + "/environments/(?P<env_name>[^/]+)"
 
 
 # The signals to a promotion in progress: POST, no request body, named as in the spec.
-_PROMOTION_SIGNALS: dict[str, Callable[[PromotionSignals], Callable[[str, str], dict]]] = {
-    "cancel_promotion": lambda s: s.cancel,
-    "force_cancel_promotion": lambda s: s.force_cancel,
-    "pause_promotion": lambda s: s.pause,
-    "resume_promotion": lambda s: s.resume,
-    "force_roll_forward_promotion": lambda s: s.force_roll_forward,
+_PROMOTION_SIGNALS: dict[str, Callable[[PromotionSignals, str, str], dict]] = {
+    "cancel_promotion": PromotionSignals.cancel,
+    "force_cancel_promotion": PromotionSignals.force_cancel,
+    "pause_promotion": PromotionSignals.pause,
+    "resume_promotion": PromotionSignals.resume,
+    "force_roll_forward_promotion": PromotionSignals.force_roll_forward,
 }
 
 
-def _signal_handler(
-    signal: Callable[[PromotionSignals], Callable[[str, str], dict]],
-) -> RouteHandler:
+def _signal_handler(signal: Callable[[PromotionSignals, str, str], dict]) -> RouteHandler:
     def handle(e: SimEngine, p: Params, q: dict[str, list[str]], b: Any) -> Any:
-        return signal(e.promotion_signals)(p["model_id"], p["env_name"])
+        return signal(e.promotion_signals, p["model_id"], p["env_name"])
 
     return handle
 

@@ -6,7 +6,8 @@ is verified against) pin the releases; the binaries go to a cache outside the ch
 they are built from (`recipe_digest`), and are built only when missing. A cold build compiles
 a few thousand packages: minutes on two cores, so it prints how far it has got. Two builders
 at once (parallel test workers) take turns on a file lock, and a binary appears in the cache
-only once it is complete.
+only once it is complete. `build_go_binary` does the same for any other pinned Go module (the
+tests' kstatus helper).
 """
 
 from __future__ import annotations
@@ -65,9 +66,14 @@ def pinned_version(go_mod: Path, module: str) -> str:
     return match.group(1)
 
 
-def cache_root() -> Path:
+def cache_home() -> Path:
+    """The project's cache outside any checkout: `$XDG_CACHE_HOME/baseten-operator`."""
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "baseten-operator" / "kube"
+    return Path(base) / "baseten-operator"
+
+
+def cache_root() -> Path:
+    return cache_home() / "kube"
 
 
 def recipe_digest(module: Path) -> str:
@@ -94,6 +100,21 @@ def planned() -> Binaries:
         directory / f"etcd-{etcd}-{recipe_digest(ETCD_MODULE)}",
         kubernetes,
     )
+
+
+def build_go_binary(
+    name: str, module: Path, output: Path, *, package: str = ".", say: Say | None = None
+) -> Path:
+    """`output`, built first from `package` of the pinned Go module at `module` if it is
+    missing: under the same lock, flags and progress reports as the control plane's."""
+    if output.is_file():
+        return output
+    if shutil.which("go") is None:
+        raise BuildError(f"building {name} needs Go (the `go` command) on PATH")
+    output.parent.mkdir(parents=True, exist_ok=True)
+    with _locked(output.parent / ".build.lock"):
+        _build(name, module, package, output, LDFLAGS, say or _stderr, tags="")
+    return output
 
 
 def ensure_built(say: Say | None = None) -> Binaries:
@@ -147,7 +168,16 @@ def _release_date(version: str) -> str:
     return released.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _build(name: str, module: Path, package: str, output: Path, ldflags: str, say: Say) -> None:
+def _build(
+    name: str,
+    module: Path,
+    package: str,
+    output: Path,
+    ldflags: str,
+    say: Say,
+    *,
+    tags: str = BUILD_TAGS,
+) -> None:
     if output.is_file():  # another builder finished it while we waited for the lock
         return
     say(
@@ -156,7 +186,7 @@ def _build(name: str, module: Path, package: str, output: Path, ldflags: str, sa
     )
     partial = output.with_name(output.name + ".partial")
     command = [
-        "go", "build", "-v", "-trimpath", "-tags", BUILD_TAGS,
+        "go", "build", "-v", "-trimpath", "-tags", tags,
         "-ldflags", ldflags, "-o", str(partial), package,
     ]  # fmt: skip
     env = {**os.environ, "CGO_ENABLED": "0", "GOFLAGS": "-mod=readonly -buildvcs=false"}

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from baseten_operator.baseten.errors import BasetenAPIError
+from baseten_operator.baseten.models import EnvironmentV1
 from baseten_operator.runtime.controller import Result
 from baseten_operator.runtime.metrics import REGISTRY
 
@@ -230,6 +231,32 @@ def test_a_promotion_completed_before_the_cancel_landed_is_said_and_the_source_p
     assert h.baseten.called("cancel_promotion") == []
     assert len(h.baseten.called("promote")) == 1
     assert "cancellingDeploymentID" not in h.status()
+
+
+def test_an_answer_without_the_current_deployment_concludes_nothing_about_the_cancel(h) -> None:
+    # The promotion completed before the cancel landed, but Baseten's answer leaves out
+    # current_deployment: the cancellation stays on record until a full answer says so.
+    h.baseten.add_model()
+    h.baseten.add_deployment(name="good")
+    bad = h.baseten.add_deployment(name="bad", id="bad-id", active_replica_count=1)
+    h.baseten.environments[("m1", "production")] = EnvironmentV1.model_validate(
+        {"name": "production", "model_id": "m1"}
+    )
+    recorded = {"candidateDeploymentID": "bad-id", "candidateDeploymentName": "bad"}
+    h.create(
+        sourceDeploymentName="good",
+        status={"modelID": "m1", **recorded, "cancellingDeploymentID": "bad-id"},
+    )
+    h.run()
+    assert h.word() == "PENDING"
+    assert h.baseten.writes == []
+    assert h.status()["cancellingDeploymentID"] == "bad-id"
+    assert h.status()["candidateDeploymentID"] == "bad-id"
+    h.baseten.add_environment(current=bad)
+    h.run()
+    landed = "Promotion of bad to production completed before its cancellation landed"
+    assert h.event("PromotionCancelFailed")[1] == f"{landed}; promoting good"
+    assert len(h.baseten.called("promote")) == 1
 
 
 def test_a_completed_promotion_the_spec_asks_for_again_is_simply_steady(h) -> None:

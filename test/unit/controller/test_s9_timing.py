@@ -75,8 +75,12 @@ KEYS = [f"ns-{i % 7}/model-{i:04d}" for i in range(1000)]
 
 def test_the_steady_period_is_fixed_per_object() -> None:
     # Per object, not per pass: a restarted operator (another process) keeps each period.
+    # Pinned values, not a second call in this process: Python's hash() would pass that,
+    # being salted per process only.
     t = Timing()
     assert [t.steady_after(key) for key in KEYS] == [t.steady_after(key) for key in KEYS]
+    assert t.steady_after("default/my-model") == pytest.approx(326.83770515683034)
+    assert t.steady_after("team-b/rival") == pytest.approx(318.5851664530335)
     assert t.steady_after("a/b") != t.steady_after("b/a")
 
 
