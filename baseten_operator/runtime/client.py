@@ -392,8 +392,6 @@ class KubeClient:
     ) -> Any:
         """One request; `timeout` (default `request_timeout`) bounds connecting and each
         read."""
-        if method != "GET" and self._fence is not None:
-            self._fence.check(f"{method} {path}")
         bound = self._timeout if timeout is None else urllib3.Timeout(connect=timeout, read=timeout)
         payload = None if body is None else json.dumps(body).encode()
         response = self._send(
@@ -428,11 +426,15 @@ class KubeClient:
     ) -> urllib3.BaseHTTPResponse:
         """Send, tried again after each pause while no connection could be made, and once
         more with fresh credentials when the server answers 401 to ones that can change;
-        a failure to get an answer is a ConnectionFailed."""
+        a failure to get an answer is a ConnectionFailed. A write passes the fence before
+        every attempt: connecting and renewing credentials (an exec plugin runs up to a
+        minute) take long enough for the Lease to be lost in between."""
         target = self._target(path, query)
         pauses = iter(self._connect_retry_pauses)
         reauthenticated = False
         while True:
+            if method != "GET" and self._fence is not None:
+                self._fence.check(f"{method} {path}")
             headers = self._headers(accept, content_type)
             try:
                 response = self._http.request(

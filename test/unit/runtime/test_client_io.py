@@ -35,6 +35,7 @@ from baseten_operator.runtime.errors import (
     UnsupportedMediaType,
     api_error,
 )
+from baseten_operator.runtime.fence import NotLeader, WriteFence
 from baseten_operator.runtime.kubeconfig import (
     ClusterAccess,
     FixedCredentials,
@@ -411,6 +412,40 @@ def test_a_write_that_may_have_reached_the_server_is_never_sent_again(
     with pytest.raises(ConnectionFailed, match="POST /api/v1/namespaces/ns/configmaps"):
         kube.create(CONFIGMAPS, {"metadata": {"name": "a"}}, "ns")
     assert len(server.requests) == 2  # it may have been acted on: the caller decides
+
+
+def losing_the_lease_after(checks: int) -> WriteFence:
+    """A fence that lets `checks` writes through, then refuses: the Lease was lost."""
+    proofs = iter([None] * checks)
+    return WriteFence(lambda: next(proofs, "lost the Lease"))
+
+
+def test_a_write_retried_after_a_refused_connection_passes_the_fence_again() -> None:
+    clock = SleepRecordingClock()
+    kube = bearer_client("t0", closed_port(), clock=clock).fenced(losing_the_lease_after(1))
+    with pytest.raises(NotLeader, match="refused POST /api/v1/namespaces/ns/configmaps"):
+        kube.create(CONFIGMAPS, {"metadata": {"name": "a"}}, "ns")
+    assert clock.sleeps == [CONNECT_RETRY_PAUSES[0]]  # the second attempt was refused
+
+
+def test_a_write_sent_again_with_renewed_credentials_passes_the_fence_again(
+    serve: Callable[..., ScriptedServer],
+) -> None:
+    class Renewable(FixedCredentials):
+        changes = True
+
+        def renew(self) -> bool:
+            return True
+
+    unauthorized = b"HTTP/1.1 401 Unauthorized\r\nContent-Length: 2\r\n\r\n{}"
+    server = serve(every_request(unauthorized))
+    kube = KubeClient(
+        access(Renewable({"Authorization": "Bearer t0"}), server.url),
+        fence=losing_the_lease_after(1),
+    )
+    with pytest.raises(NotLeader):
+        kube.create(CONFIGMAPS, {"metadata": {"name": "a"}}, "ns")
+    assert len(server.requests) == 1
 
 
 def test_the_lease_client_makes_one_attempt_on_its_own_connections() -> None:
