@@ -10,7 +10,8 @@ built; nothing reads the environment per request:
 - the proxy comes from the proxy variables as kubectl reads them (runtime/proxyenv.py);
   requests takes a proxy URL's user:password as its Proxy-Authorization.
 The adapter's pool holds `pool_size` connections; each connection a call uses is bounded
-by the call's total deadline (deadlines.py). urllib3 repeats on its own only a GET whose
+by the call's total deadline (deadlines.py), each answer's body by runtime/pools.py's
+MAX_BODY_BYTES. urllib3 repeats on its own only a GET whose
 kept-alive connection broke before an answer (runtime/pools.py SAFE_RETRY); nothing is
 redirected. Everything else is the transport's to decide.
 
@@ -32,7 +33,12 @@ import requests
 from requests.adapters import HTTPAdapter
 
 from baseten_operator.baseten.deadlines import deadline_pool_classes
-from baseten_operator.runtime.pools import SAFE_RETRY
+from baseten_operator.runtime.pools import (
+    READ_BYTES,
+    SAFE_RETRY,
+    AnswerTooLarge,
+    joined_within_bound,
+)
 from baseten_operator.runtime.proxyenv import proxy_for
 from baseten_operator.runtime.trust import ca_bundle, trusted_context
 
@@ -119,11 +125,19 @@ class Connections:
         ).prepare()
         response = self._adapter.send(
             prepared,
+            stream=True,
             timeout=(connect_timeout, read_timeout),
             verify=True,
             proxies=self._proxies,
         )
-        response.content  # noqa: B018 (read whole now: that releases the connection)
+        # Read whole now (that releases the connection), as `response.content` would, but
+        # within a bound: requests sets no limit on a body.
+        try:
+            body = joined_within_bound(response.iter_content(READ_BYTES))
+        except AnswerTooLarge as exc:
+            response.close()  # the rest is unread: the connection cannot carry another
+            raise requests.ConnectionError(str(exc), request=prepared) from None
+        response._content = body  # what `content` caches (requests' own attribute)
         return response
 
     def close(self) -> None:

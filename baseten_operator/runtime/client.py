@@ -32,7 +32,7 @@ from baseten_operator.runtime.clock import Clock, RealClock
 from baseten_operator.runtime.errors import ConnectionFailed, api_error
 from baseten_operator.runtime.fence import WriteFence
 from baseten_operator.runtime.kubeconfig import ClusterAccess, KubeConfigError
-from baseten_operator.runtime.pools import ServerPool, never_sent
+from baseten_operator.runtime.pools import ServerPool, body_lines, never_sent, read_body
 from baseten_operator.runtime.resource import Resource
 
 log = structlog.get_logger(__name__)
@@ -92,7 +92,7 @@ class WatchStream(Iterator[dict[str, Any]]):
 
     def __init__(self, response: urllib3.BaseHTTPResponse) -> None:
         self._response = response
-        self._lines = iter(response)
+        self._lines = body_lines(response)
         self._closed = threading.Event()
         self._reading = threading.Lock()  # held while a line is being read
         self._released = False
@@ -290,12 +290,7 @@ class KubeClient:
             timeout=timeout, stream=True,
         )  # fmt: skip
         if not 200 <= response.status <= 299:
-            try:
-                data = response.read()
-            except (HTTPError, OSError) as exc:
-                raise ConnectionFailed(0, "ConnectionError", f"GET {path}: {exc}") from exc
-            finally:
-                response.release_conn()
+            data = self._body(response, "GET", path)
             raise api_error(response.status, _decode(data), response.headers.get("Retry-After"))
         return WatchStream(response)
 
@@ -397,19 +392,25 @@ class KubeClient:
     ) -> Any:
         """One request; `timeout` (default `request_timeout`) bounds connecting and each
         read."""
-        if method != "GET" and self._fence is not None:
-            self._fence.check(f"{method} {path}")
         bound = self._timeout if timeout is None else urllib3.Timeout(connect=timeout, read=timeout)
         payload = None if body is None else json.dumps(body).encode()
         response = self._send(
             method, path, query, accept=accept, content_type=content_type, body=payload,
-            timeout=bound,
+            timeout=bound, stream=True,
         )  # fmt: skip
+        data = self._body(response, method, path)
         if not 200 <= response.status <= 299:
-            raise api_error(
-                response.status, _decode(response.data), response.headers.get("Retry-After")
-            )
-        return _decode(response.data)
+            raise api_error(response.status, _decode(data), response.headers.get("Retry-After"))
+        return _decode(data)
+
+    @staticmethod
+    def _body(response: urllib3.BaseHTTPResponse, method: str, path: str) -> bytes:
+        """The answer's body, read whole (within pools.MAX_BODY_BYTES); a failure to read it
+        is a ConnectionFailed."""
+        try:
+            return read_body(response)
+        except (HTTPError, OSError) as exc:
+            raise ConnectionFailed(0, "ConnectionError", f"{method} {path}: {exc}") from exc
 
     def _send(
         self,
@@ -425,11 +426,15 @@ class KubeClient:
     ) -> urllib3.BaseHTTPResponse:
         """Send, tried again after each pause while no connection could be made, and once
         more with fresh credentials when the server answers 401 to ones that can change;
-        a failure to get an answer is a ConnectionFailed."""
+        a failure to get an answer is a ConnectionFailed. A write passes the fence before
+        every attempt: connecting and renewing credentials (an exec plugin runs up to a
+        minute) take long enough for the Lease to be lost in between."""
         target = self._target(path, query)
         pauses = iter(self._connect_retry_pauses)
         reauthenticated = False
         while True:
+            if method != "GET" and self._fence is not None:
+                self._fence.check(f"{method} {path}")
             headers = self._headers(accept, content_type)
             try:
                 response = self._http.request(
@@ -443,7 +448,8 @@ class KubeClient:
                 continue
             if response.status != _UNAUTHORIZED or reauthenticated or not self._renewed():
                 return response
-            response.drain_conn()
+            with contextlib.suppress(HTTPError, OSError):  # as drain_conn, but bounded
+                read_body(response)
             reauthenticated = True
 
     def _renewed(self) -> bool:

@@ -20,7 +20,7 @@ import subprocess
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from baseten_operator.runtime.pemfiles import pem_files
 
@@ -30,6 +30,9 @@ RUN_TIMEOUT = 60.0
 # Renewed this long before the credential says it expires: a request takes a while to
 # arrive, and clocks differ.
 EXPIRY_MARGIN = datetime.timedelta(seconds=10)
+# What a plugin may print on each of stdout and stderr: a credential is a few KB; more is a
+# plugin gone wrong, stopped rather than held in memory.
+MAX_OUTPUT_BYTES = 1024 * 1024
 _STDERR_CHARS = 300
 
 
@@ -89,20 +92,15 @@ class ExecCredentials:
     def _run(self) -> None:
         name = os.path.basename(self._argv[0])
         try:
-            done = subprocess.run(
-                self._argv,
-                env=self._environ,
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                timeout=RUN_TIMEOUT,
-                check=False,
-            )
+            returncode, stdout, stderr = _run(self._argv, self._environ)
         except (OSError, subprocess.SubprocessError) as exc:
             raise ExecPluginError(f"exec plugin {name} could not run: {exc}") from exc
-        if done.returncode != 0:
-            said = done.stderr.decode(errors="replace").strip()[-_STDERR_CHARS:]
-            raise ExecPluginError(f"exec plugin {name} failed: exit {done.returncode}: {said}")
-        status = self._status(name, done.stdout)
+        if max(len(stdout), len(stderr)) > MAX_OUTPUT_BYTES:
+            raise ExecPluginError(f"exec plugin {name} printed more than {MAX_OUTPUT_BYTES} bytes")
+        if returncode != 0:
+            said = stderr.decode(errors="replace").strip()[-_STDERR_CHARS:]
+            raise ExecPluginError(f"exec plugin {name} failed: exit {returncode}: {said}")
+        status = self._status(name, stdout)
         token = status.get("token") or ""
         cert, key = status.get("clientCertificateData"), status.get("clientKeyData")
         if not token and not (cert and key):
@@ -132,6 +130,37 @@ class ExecCredentials:
         if not isinstance(status, dict):
             raise ExecPluginError(f"exec plugin {name}'s ExecCredential has no status")
         return status
+
+
+def _run(argv: list[str], environ: Mapping[str, str]) -> tuple[int, bytes, bytes]:
+    """`subprocess.run(capture_output=True, timeout=RUN_TIMEOUT)`, but each output read only
+    up to one byte past MAX_OUTPUT_BYTES: a plugin that prints more is killed there."""
+    with subprocess.Popen(
+        argv, env=environ, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    ) as process:
+        outputs = [b"", b""]
+
+        def read(index: int, pipe: IO[bytes]) -> None:
+            outputs[index] = pipe.read(MAX_OUTPUT_BYTES + 1)
+            if len(outputs[index]) > MAX_OUTPUT_BYTES:
+                process.kill()
+
+        assert process.stdout is not None and process.stderr is not None
+        readers = [
+            threading.Thread(target=read, args=(index, pipe), daemon=True)
+            for index, pipe in enumerate((process.stdout, process.stderr))
+        ]
+        for reader in readers:
+            reader.start()
+        try:
+            returncode = process.wait(RUN_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            raise
+        finally:
+            for reader in readers:
+                reader.join()
+    return returncode, outputs[0], outputs[1]
 
 
 def _timestamp(name: str, value: Any) -> datetime.datetime | None:

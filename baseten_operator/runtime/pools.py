@@ -9,12 +9,16 @@ goes out; `SAFE_RETRY` adds what it may repeat without a caller's say.
 
 Failures are urllib3's exceptions; `never_sent` tells those after which the server cannot
 have seen the request (the callers' retry rules turn on it).
+
+Neither library bounds an answer's body: `read_body` and `body_lines` (and
+`joined_within_bound` under requests) refuse one past MAX_BODY_BYTES, as sent or once
+decoded, rather than hold it in memory.
 """
 
 from __future__ import annotations
 
 import ssl
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from types import TracebackType
 from typing import Any
 from urllib.parse import urlsplit
@@ -22,6 +26,7 @@ from urllib.parse import urlsplit
 import urllib3
 from urllib3.exceptions import (
     ConnectTimeoutError,
+    HTTPError,
     MaxRetryError,
     NewConnectionError,
     ProxyError,
@@ -30,6 +35,57 @@ from urllib3.exceptions import (
 from urllib3.util.retry import Retry
 
 from baseten_operator.runtime.proxyenv import Proxy
+
+# Bigger bodies (as sent, and once decoded), and longer lines of a stream, are refused
+# rather than held in memory: the largest the operator reads (a page of 500 objects, a
+# model list) is a few MB.
+MAX_BODY_BYTES = 64 * 1024 * 1024
+# How much a body is read in at a time.
+READ_BYTES = 256 * 1024
+
+
+class AnswerTooLarge(HTTPError):
+    """An answer body, or a line of a streamed one, past MAX_BODY_BYTES."""
+
+
+def joined_within_bound(chunks: Iterable[bytes]) -> bytes:
+    """A body's (decoded) pieces joined; AnswerTooLarge once they pass MAX_BODY_BYTES."""
+    parts: list[bytes] = []
+    size = 0
+    for chunk in chunks:
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            raise AnswerTooLarge(f"answer body larger than {MAX_BODY_BYTES} bytes")
+        parts.append(chunk)
+    return b"".join(parts)
+
+
+def read_body(response: urllib3.BaseHTTPResponse) -> bytes:
+    """The whole body of a streamed response; its connection goes back to the pool once it
+    is read to the end, or is closed when the body is refused."""
+    try:
+        return joined_within_bound(response.stream(READ_BYTES))
+    except AnswerTooLarge:
+        response.close()  # the rest of the body is unread: the connection cannot be reused
+        response.release_conn()
+        raise
+
+
+def body_lines(response: urllib3.BaseHTTPResponse) -> Iterator[bytes]:
+    """The lines of a streamed body as they arrive (urllib3's `iter(response)`), refusing a
+    line longer than MAX_BODY_BYTES with AnswerTooLarge."""
+    pending = bytearray()
+    for chunk in response.stream(READ_BYTES):
+        pending += chunk
+        start = 0
+        while (end := pending.find(b"\n", start)) != -1:
+            yield bytes(pending[start : end + 1])
+            start = end + 1
+        del pending[:start]
+        if len(pending) > MAX_BODY_BYTES:
+            raise AnswerTooLarge(f"a streamed line longer than {MAX_BODY_BYTES} bytes")
+    if pending:
+        yield bytes(pending)
 
 
 class SafeRetry(Retry):

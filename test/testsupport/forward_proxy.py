@@ -14,12 +14,13 @@ import contextlib
 import selectors
 import socket
 import ssl
-import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 import pytest
+
+from testsupport.loopback import accept_each, closed_after
 
 
 @dataclass(frozen=True)
@@ -38,18 +39,10 @@ class ForwardProxy:
         netloc = f"[{host}]:{self.port}" if ":" in host else f"{host}:{self.port}"
         self.url = f"{'https' if tls else 'http'}://{netloc}"
         self.address = netloc
-        threading.Thread(target=self._accept, daemon=True).start()
+        accept_each(self._listener, self._serve)
 
     def close(self) -> None:
         self._listener.close()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self._listener.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._serve, args=(client,), daemon=True).start()
 
     def _serve(self, client: socket.socket) -> None:
         upstream: socket.socket | None = None
@@ -135,13 +128,5 @@ def ipv6_loopback() -> bool:
 def proxies() -> Iterator[Callable[..., ForwardProxy]]:
     """Starts forward proxies (`proxies()`, `proxies("::1")`, `proxies(tls=context)`),
     closed after the test. Import it into a conftest to use it."""
-    started: list[ForwardProxy] = []
-
-    def start(host: str = "127.0.0.1", tls: ssl.SSLContext | None = None) -> ForwardProxy:
-        proxy = ForwardProxy(host, tls)
-        started.append(proxy)
-        return proxy
-
-    yield start
-    for proxy in started:
-        proxy.close()
+    with closed_after(ForwardProxy) as start:
+        yield start

@@ -10,6 +10,8 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from testsupport.loopback import accept_each, closed_after
+
 # A request's head and body as the server read them.
 Request = tuple[bytes, bytes]
 # What the server does with one connection: read requests and write answers through it.
@@ -56,18 +58,12 @@ class ScriptedServer:
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.port = self._listener.getsockname()[1]
         self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}"
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                sock, _ = self._listener.accept()
-            except OSError:
-                return
-            self.connections += 1
-            threading.Thread(target=self._serve, args=(sock,), daemon=True).start()
+        self._count = threading.Lock()
+        accept_each(self._listener, self._serve)
 
     def _serve(self, sock: socket.socket) -> None:
+        with self._count:
+            self.connections += 1
         try:
             if self._tls is not None:
                 sock = self._tls.wrap_socket(sock, server_side=True)
@@ -144,13 +140,5 @@ def every_request(answer: bytes) -> Script:
 def serve() -> Iterator[Callable[..., ScriptedServer]]:
     """Starts scripted servers (`serve(script, tls=None)`), closed after the test. Import it
     into a conftest to use it."""
-    servers: list[ScriptedServer] = []
-
-    def start(script: Script, tls: ssl.SSLContext | None = None) -> ScriptedServer:
-        server = ScriptedServer(script, tls)
-        servers.append(server)
-        return server
-
-    yield start
-    for server in servers:
-        server.close()
+    with closed_after(ScriptedServer) as start:
+        yield start

@@ -21,11 +21,13 @@ import requests
 from baseten_operator.baseten.client import BasetenClient
 from baseten_operator.baseten.connections import Connections, ca_bundle
 from baseten_operator.baseten.errors import BasetenAPIError, ConfigError
+from baseten_operator.runtime import pools
 from baseten_operator.runtime.tlscert import self_signed_pem
 from testsupport.clocks import SleepRecordingClock
 from testsupport.forward_proxy import ForwardProxy, ipv6_loopback
 from testsupport.scripted_http import (
     ScriptedServer,
+    answering,
     dropping_reused_connections,
     every_request,
     never_answering,
@@ -225,6 +227,27 @@ def test_a_post_that_could_not_connect_is_tried_again(unused_port: int) -> None:
         baseten.activate_deployment("m1", "d1")
     assert caught.value.status_code == 0
     assert len(clock.sleeps) == 2  # backed off between the three attempts
+
+
+def test_an_answer_body_past_the_bound_is_refused_and_its_connection_dropped(
+    serve: Callable[..., ScriptedServer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(pools, "MAX_BODY_BYTES", len(MODELS))
+    large = b'{"models": [], "padding": "%s"}' % (b"x" * 2 * pools.READ_BYTES)  # left unread
+    server = serve(
+        answering(
+            OK,
+            b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(large), large),
+            OK,
+        )
+    )
+    baseten = BasetenClient("k", f"{server.url}/v1", clock=SleepRecordingClock(), max_attempts=1)
+    assert baseten.list_models() == []  # exactly the bound: read
+    refused = f"ConnectionError: answer body larger than {len(MODELS)} bytes"
+    with pytest.raises(BasetenAPIError, match=refused):
+        baseten.list_models()
+    assert baseten.list_models() == []
+    assert server.connections == 2  # the half-read answer's connection was not reused
 
 
 @pytest.fixture

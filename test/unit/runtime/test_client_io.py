@@ -14,6 +14,7 @@ from urllib.parse import parse_qsl, urlsplit
 import pytest
 import urllib3
 
+from baseten_operator.runtime import pools
 from baseten_operator.runtime.client import (
     AUTH_REFRESH_INTERVAL,
     CONNECT_RETRY_PAUSES,
@@ -34,6 +35,7 @@ from baseten_operator.runtime.errors import (
     UnsupportedMediaType,
     api_error,
 )
+from baseten_operator.runtime.fence import NotLeader, WriteFence
 from baseten_operator.runtime.kubeconfig import (
     ClusterAccess,
     FixedCredentials,
@@ -412,6 +414,40 @@ def test_a_write_that_may_have_reached_the_server_is_never_sent_again(
     assert len(server.requests) == 2  # it may have been acted on: the caller decides
 
 
+def losing_the_lease_after(checks: int) -> WriteFence:
+    """A fence that lets `checks` writes through, then refuses: the Lease was lost."""
+    proofs = iter([None] * checks)
+    return WriteFence(lambda: next(proofs, "lost the Lease"))
+
+
+def test_a_write_retried_after_a_refused_connection_passes_the_fence_again() -> None:
+    clock = SleepRecordingClock()
+    kube = bearer_client("t0", closed_port(), clock=clock).fenced(losing_the_lease_after(1))
+    with pytest.raises(NotLeader, match="refused POST /api/v1/namespaces/ns/configmaps"):
+        kube.create(CONFIGMAPS, {"metadata": {"name": "a"}}, "ns")
+    assert clock.sleeps == [CONNECT_RETRY_PAUSES[0]]  # the second attempt was refused
+
+
+def test_a_write_sent_again_with_renewed_credentials_passes_the_fence_again(
+    serve: Callable[..., ScriptedServer],
+) -> None:
+    class Renewable(FixedCredentials):
+        changes = True
+
+        def renew(self) -> bool:
+            return True
+
+    unauthorized = b"HTTP/1.1 401 Unauthorized\r\nContent-Length: 2\r\n\r\n{}"
+    server = serve(every_request(unauthorized))
+    kube = KubeClient(
+        access(Renewable({"Authorization": "Bearer t0"}), server.url),
+        fence=losing_the_lease_after(1),
+    )
+    with pytest.raises(NotLeader):
+        kube.create(CONFIGMAPS, {"metadata": {"name": "a"}}, "ns")
+    assert len(server.requests) == 1
+
+
 def test_the_lease_client_makes_one_attempt_on_its_own_connections() -> None:
     clock = SleepRecordingClock()
     kube = bearer_client("t0", closed_port(), clock=clock)
@@ -454,6 +490,57 @@ def test_a_gzip_body_of_several_members_is_read_whole(
     body = gzip.compress(b'{"kind": ') + gzip.compress(b'"ConfigMap"}')
     head = b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: %d\r\n\r\n" % len(body)
     assert answered_with(serve, head + body).get(CONFIGMAPS, "a", "ns") == {"kind": "ConfigMap"}
+
+
+BOUND = 1000  # pools.MAX_BODY_BYTES, made small for the tests below
+_INFLATES = gzip.compress(b"0" * 5000)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        b"HTTP/1.1 200 OK\r\nContent-Length: 2000\r\n\r\n" + b"x" * 2000,
+        chunked(b"x" * 600, b"x" * 600),
+        b"HTTP/1.1 200 OK\r\n\r\n" + b"x" * 2000,  # ended by the close
+        b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: %d\r\n\r\n%s"
+        % (len(_INFLATES), _INFLATES),  # small as sent, past the bound once decoded
+        b"HTTP/1.1 404 Not Found\r\nContent-Length: 2000\r\n\r\n" + b"x" * 2000,
+    ],
+    ids=["length", "chunked", "close", "gzip", "error-answer"],
+)
+def test_a_body_past_the_bound_is_refused_as_sent_or_once_decoded(
+    serve: Callable[..., ScriptedServer], monkeypatch: pytest.MonkeyPatch, answer: bytes
+) -> None:
+    monkeypatch.setattr(pools, "MAX_BODY_BYTES", BOUND)
+
+    def once(peer: Peer) -> None:  # then the connection closes
+        peer.read_request()
+        peer.send(answer)
+
+    kube = bearer_client("t0", serve(once).url)
+    with pytest.raises(ConnectionFailed, match=f"GET .*answer body larger than {BOUND} bytes"):
+        kube.get(CONFIGMAPS, "a", "ns")
+
+
+def test_a_body_within_the_bound_keeps_its_connection(
+    serve: Callable[..., ScriptedServer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(pools, "MAX_BODY_BYTES", len(CONFIGMAP))
+    server = serve(every_request(OK))
+    kube = bearer_client("t0", server.url)
+    assert kube.get(CONFIGMAPS, "a", "ns") == {"kind": "ConfigMap"}  # exactly the bound: read
+    assert kube.get(CONFIGMAPS, "a", "ns") == {"kind": "ConfigMap"}
+    assert server.connections == 1
+
+
+def test_a_watch_line_past_the_bound_breaks_the_watch(
+    stream_of: Callable[..., WatchStream], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(pools, "MAX_BODY_BYTES", BOUND)
+    stream = stream_of(event("ADDED", {"metadata": {"name": "a"}}), b"x" * 600, b"x" * 600)
+    assert next(stream)["type"] == "ADDED"
+    with pytest.raises(ConnectionFailed, match=f"watch broke: a streamed line longer than {BOUND}"):
+        next(stream)
 
 
 def test_a_get_that_timed_out_is_not_sent_again_by_the_pool(

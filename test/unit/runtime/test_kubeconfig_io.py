@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from baseten_operator.runtime import kubeconfig
+from baseten_operator.runtime import execplugin, kubeconfig
 from baseten_operator.runtime.client import KubeClient
 from baseten_operator.runtime.errors import ConnectionFailed, Unauthorized
 from baseten_operator.runtime.kubeconfig import KubeConfigError, context_namespace, in_cluster
@@ -284,6 +284,32 @@ def test_an_exec_plugin_that_fails_to_renew_fails_the_request_with_its_words(
     with pytest.raises(ConnectionFailed, match="exit 1: your session ended: log in again"):
         client.get(CONFIGMAPS, "a", "ns")
     assert server.requests == []  # never sent with the expired token
+
+
+def test_an_exec_plugin_that_prints_past_the_bound_is_refused(
+    serve: Callable[..., ScriptedServer], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(execplugin, "MAX_OUTPUT_BYTES", 1000)
+    user = exec_plugin(tmp_path, {"token": "x" * 2000})
+    path = write_kubeconfig(tmp_path / "config", serve(every_request(OK)).url, user)
+    with pytest.raises(KubeConfigError, match="printed more than 1000 bytes"):
+        KubeClient.from_kubeconfig(path)
+
+
+def test_an_exec_plugin_that_never_answers_is_stopped_at_the_run_timeout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(execplugin, "RUN_TIMEOUT", 0.2)
+    user = {
+        "exec": {
+            "apiVersion": "client.authentication.k8s.io/v1",
+            "command": sys.executable,
+            "args": ["-c", "import time; time.sleep(60)"],  # a plugin waiting for a person
+        }
+    }
+    path = write_kubeconfig(tmp_path / "config", "http://127.0.0.1:1", user)
+    with pytest.raises(KubeConfigError, match="could not run: .*timed out after 0.2 seconds"):
+        KubeClient.from_kubeconfig(path)
 
 
 def test_kubeconfig_lists_are_merged_as_kubectl_merges_them(
