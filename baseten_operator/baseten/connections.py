@@ -70,6 +70,7 @@ class _Adapter(HTTPAdapter):
 
     def __init__(self, tls: ssl.SSLContext | None, pool_size: int) -> None:
         self._tls = tls
+        self._pool: Any = None
         super().__init__(pool_connections=1, pool_maxsize=pool_size, max_retries=SAFE_RETRY)
 
     def init_poolmanager(self, *args: Any, **pool_kwargs: Any) -> None:
@@ -86,6 +87,20 @@ class _Adapter(HTTPAdapter):
         if fresh:
             manager.pool_classes_by_scheme = deadline_pool_classes()
         return manager
+
+    def get_connection_with_tls_context(
+        self, request: Any, verify: Any, proxies: Any = None, cert: Any = None
+    ) -> Any:
+        # Every request of this adapter goes to one origin, with one proxy setting and one
+        # TLS context: the pool is the same each time (the manager keeps one), so it is
+        # looked up once rather than keyed again from the URL on every request.
+        if self._pool is None:
+            self._pool = super().get_connection_with_tls_context(request, verify, proxies, cert)
+        return self._pool
+
+    def close(self) -> None:
+        self._pool = None
+        super().close()
 
     def cert_verify(self, conn: Any, url: str, verify: Any, cert: Any) -> None:
         # The pools' TLS context already trusts the chosen CAs. requests would name its
@@ -120,9 +135,13 @@ class Connections:
         read_timeout: float,
     ) -> requests.Response:
         """`target` is the path and query under the base URL's origin."""
-        prepared = requests.Request(
-            method, self._origin + target, headers=dict(headers), data=body
-        ).prepare()
+        # Prepared step by step, without re-parsing and re-quoting the URL: the origin was
+        # checked once, and the transport quotes every part of a target it builds.
+        prepared = requests.PreparedRequest()
+        prepared.prepare_method(method)
+        prepared.url = self._origin + target
+        prepared.prepare_headers(headers)
+        prepared.prepare_body(body, None)
         response = self._adapter.send(
             prepared,
             stream=True,
