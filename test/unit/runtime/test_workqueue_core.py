@@ -8,6 +8,7 @@ import pytest
 
 from baseten_operator.runtime.clock import FakeClock
 from baseten_operator.runtime.workqueue import (
+    BATCH_HANDOFF,
     DEFAULT_PRIORITY,
     DELAY_SLACK,
     LOW_PRIORITY,
@@ -164,6 +165,42 @@ def test_items_within_their_slack_go_with_a_due_one_and_never_early_alone() -> N
     assert len(q) == 0
     clock.advance(0.5)
     assert q.get() == ("far", False)
+
+
+def test_a_run_of_released_items_wakes_one_worker_then_the_rest_if_still_queued(
+    wait_until: WaitUntil,
+) -> None:
+    clock = FakeClock()
+    q = RateLimitingQueue("batch", clock=clock)
+    # Which wake-ups the queue asks for (threading.Condition.notify's `n`): waking every
+    # idle worker for a run of re-checks is the cost this rule removes, and only the
+    # count of wake-ups shows it.
+    wakeups: list[int] = []
+    q._item_available.notify = lambda n=1: wakeups.append(n)  # type: ignore[method-assign]
+    for item in ("a", "b", "c"):
+        q.add_after(item, 10)
+    clock.advance(10)
+    wait_until(lambda: len(q) == 3, what="the run released")
+    assert wakeups == [1]
+    q.get()  # the woken worker takes one; two are still queued at the hand-off
+    clock.advance(BATCH_HANDOFF)
+    wait_until(lambda: len(wakeups) == 2, what="the hand-off")
+    assert wakeups == [1, 2]
+
+
+def test_a_single_released_item_wakes_one_worker_and_nothing_more(wait_until: WaitUntil) -> None:
+    clock = FakeClock()
+    q = RateLimitingQueue("single", clock=clock)
+    wakeups: list[int] = []
+    q._item_available.notify = lambda n=1: wakeups.append(n)  # type: ignore[method-assign]
+    q.add_after("a", 10)
+    q.add_after("later", 20)
+    clock.advance(10)
+    wait_until(lambda: len(q) == 1, what="the item released")
+    clock.advance(BATCH_HANDOFF)
+    clock.advance(10)
+    wait_until(lambda: len(q) == 2, what="the later item released")
+    assert wakeups == [1, 1]
 
 
 def test_add_after_keeps_the_earliest_deadline_of_an_item() -> None:
