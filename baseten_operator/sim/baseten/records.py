@@ -257,6 +257,20 @@ class Team:
 
 
 @dataclass
+class Secret:
+    """A team's secret. The value is never kept: only its SHA-256, which the control API
+    shows so a test can prove a rotation arrived without the value being anywhere."""
+
+    id: str
+    name: str
+    team_id: str
+    created_at: float
+    value_sha256: str
+    # Upserts that wrote it, the creating one included.
+    writes: int = 1
+
+
+@dataclass
 class Model:
     id: str
     name: str

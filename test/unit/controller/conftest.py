@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from pydantic import SecretStr
 
 from baseten_operator.api.constants import FINALIZER
 from baseten_operator.baseten.errors import AmbiguousModelName, BasetenAPIError
@@ -32,6 +33,7 @@ from baseten_operator.baseten.models import (
     ModelV1,
     PromotionSettingsV1,
     RetryResult,
+    SecretV1,
     TeamV1,
 )
 from baseten_operator.baseten.pool import BasetenClientPool
@@ -70,6 +72,8 @@ class FakeBaseten:
             "list_deployments",
             "find_deployment",
             "get_deployment",
+            "list_secrets",
+            "list_team_secrets",
         }
     )
 
@@ -87,6 +91,9 @@ class FakeBaseten:
         self.ambiguous: list[str] | None = None
         self.teams: dict[str, str] = {}  # team name -> id
         self.model_teams: dict[str, str] = {}  # model id -> team id
+        # Secrets by (team id, name), team None for the key's primary team; with their
+        # values (Baseten never returns one) so that tests can assert what was written.
+        self.secrets: dict[tuple[str | None, str], tuple[SecretV1, str]] = {}
         self._ids = itertools.count(1)
 
     # --- test setup ----------------------------------------------------------------------
@@ -149,6 +156,27 @@ class FakeBaseten:
         )
         self.environments[(model_id, name)] = env
         return env
+
+    def add_secret(
+        self, name: str, value: str = "secret-value", team: str | None = None
+    ) -> SecretV1:
+        """A secret created outside the operator; `team`: a team's, else the primary team's."""
+        team_id = self.teams.setdefault(team, f"team-{team}") if team is not None else None
+        return self._store_secret(team_id, name, value)
+
+    def secret_value(self, name: str, team: str | None = None) -> str | None:
+        team_id = self.teams.get(team) if team is not None else None
+        stored = self.secrets.get((team_id, name))
+        return stored[1] if stored is not None else None
+
+    def _store_secret(self, team_id: str | None, name: str, value: str) -> SecretV1:
+        known = self.secrets.get((team_id, name))
+        secret = known[0] if known is not None else SecretV1(id=f"s{next(self._ids)}", name=name)
+        self.secrets[(team_id, name)] = (secret, value)
+        return secret
+
+    def _secrets_of(self, team_id: str | None) -> list[SecretV1]:
+        return [secret for (team, _), (secret, _) in self.secrets.items() if team == team_id]
 
     @property
     def writes(self) -> list[tuple[str, tuple[Any, ...]]]:
@@ -293,6 +321,30 @@ class FakeBaseten:
             return self.promote_result
         source = self.get_deployment(model_id, deployment_id)
         return source.model_copy(update={"status": "BUILDING"})
+
+    def list_secrets(self) -> list[SecretV1]:
+        self._enter("list_secrets")
+        return self._secrets_of(None)
+
+    def upsert_secret(self, name: str, value: SecretStr) -> SecretV1:
+        self._enter("upsert_secret", name, value)
+        return self._store_secret(None, name, value.get_secret_value())
+
+    def delete_secret(self, name: str) -> bool:
+        self._enter("delete_secret", name)
+        return self.secrets.pop((None, name), None) is not None
+
+    def list_team_secrets(self, team_id: str) -> list[SecretV1]:
+        self._enter("list_team_secrets", team_id)
+        return self._secrets_of(team_id)
+
+    def upsert_team_secret(self, team_id: str, name: str, value: SecretStr) -> SecretV1:
+        self._enter("upsert_team_secret", team_id, name, value)
+        return self._store_secret(team_id, name, value.get_secret_value())
+
+    def delete_team_secret(self, team_id: str, name: str) -> bool:
+        self._enter("delete_team_secret", team_id, name)
+        return self.secrets.pop((team_id, name), None) is not None
 
     def cancel_promotion(self, model_id: str, env_name: str) -> CancelPromotionAck:
         self._enter("cancel_promotion", model_id, env_name)

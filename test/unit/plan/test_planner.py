@@ -19,6 +19,7 @@ from baseten_operator.plan.actions import (
     Deactivate,
     DeleteModel,
     DeleteOrphan,
+    DeleteSecret,
     Promote,
     Push,
     Retry,
@@ -26,6 +27,7 @@ from baseten_operator.plan.actions import (
     ScheduleChange,
     SettingChange,
     UpdateEnvironment,
+    UpsertSecret,
 )
 from baseten_operator.plan.command import exit_code
 from baseten_operator.plan.inputs import ConfigMaps
@@ -331,6 +333,8 @@ def test_the_json_of_every_action_type_validates_against_the_shipped_schema() ->
             ScaleInOrphan("old", "d3", {"min_replica": 0}),
             DeleteOrphan("old", "d3"),
             DeleteModel("llama", "m1", "DeleteWithGuardrails", "clear"),
+            UpsertSecret("hf_token", None),
+            DeleteSecret("hf_token", "search"),
         ],
         blockers=["something"],
         orphans=[
@@ -355,6 +359,8 @@ def test_the_json_of_every_action_type_validates_against_the_shipped_schema() ->
         "scale-in-orphan",
         "delete-orphan",
         "delete-model",
+        "upsert-secret",
+        "delete-secret",
     ]
     table = to_table([every])
     assert (
@@ -364,4 +370,6 @@ def test_the_json_of_every_action_type_validates_against_the_shipped_schema() ->
     assert "  4. promote in production: (none) → v2" in table
     assert "  5. cancel promotion in production of bad" in table
     assert "    old: scale in (minReplicas 1→0); delete: stale" in table
-    assert table.endswith("Plan: 11 actions on 1 of 1 BasetenModels, 1 blocked.\n")
+    assert "  12. upsert secret hf_token (value not shown)" in table
+    assert "  13. delete secret hf_token in team search" in table
+    assert table.endswith("Plan: 13 actions on 1 of 1 BasetenModels, 1 blocked.\n")
