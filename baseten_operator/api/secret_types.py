@@ -57,8 +57,7 @@ class BasetenSecretSpec(ApiModel):
         min_length=1,
         max_length=NAME_MAX,
         pattern=SECRET_NAME_PATTERN,
-        description="Name of the secret in Baseten (letters, digits, '_', '-', '.'); "
-        "immutable.",
+        description="Name of the secret in Baseten (letters, digits, '_', '-', '.'); " "immutable.",
     )
     secret_ref: SecretKeyRef = Field(..., description="Where the value is kept.")
     team: str | None = Field(

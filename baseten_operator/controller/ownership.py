@@ -106,7 +106,7 @@ def oldest_owner(
     me, my_age = object_key(obj), age(obj)
     older = sorted(
         (other for other in claimants if object_key(other) != me and age(other) < my_age),
-        key=_age,
+        key=age,
     )
     owners: list[tuple[dict[str, Any], str | None]] = []
     for claimant in older:
@@ -140,7 +140,7 @@ def ensure_not_shared(p: Pass, tenancy: Tenancy) -> None:
             and not other["metadata"].get("deletionTimestamp")
             and _shares_team(tenancy, team, other)
         ),
-        key=_age,
+        key=age,
     )
     if not others:
         return

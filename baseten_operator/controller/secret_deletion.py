@@ -18,6 +18,7 @@ from baseten_operator.controller import secret_messages as messages
 from baseten_operator.controller.endings import ReconcileError, RequeueAfter
 from baseten_operator.controller.namespace_policy import effective_team
 from baseten_operator.controller.ownership import age, object_key, teams_may_match
+from baseten_operator.controller.ports import BasetenAPI
 from baseten_operator.controller.secret_context import SecretPass
 from baseten_operator.controller.secret_ownership import allowed_team, secret_owner
 from baseten_operator.controller.tenancy import ApiKeyUnavailable, parse_spec_quietly
@@ -38,7 +39,7 @@ def delete_secret(p: SecretPass) -> None:
         message = messages.delete_blocked(p.spec.name, users)
         p.enter(SecretState.DELETE_BLOCKED, message, EventReason.SECRET_DELETE_BLOCKED)
         raise RequeueAfter(p.deps.timing.delete_blocked, stalled=True)
-    client: Any = p.deps.baseten
+    client: BasetenAPI = p.deps.baseten
     tenancy = p.deps.tenancy
     try:
         if tenancy is not None:
@@ -66,12 +67,10 @@ def users_of(p: SecretPass, team: str | None) -> list[str]:
         if object_key(other) != p.key and teams_may_match(team, allowed_team(p.deps, other)[1])
     ]
     names = [
-        messages.model_user(*object_key(model).split("/", 1))
-        for model in sorted(models, key=age)
+        messages.model_user(*object_key(model).split("/", 1)) for model in sorted(models, key=age)
     ]
     names += [
-        messages.secret_user(*object_key(other).split("/", 1))
-        for other in sorted(secrets, key=age)
+        messages.secret_user(*object_key(other).split("/", 1)) for other in sorted(secrets, key=age)
     ]
     return names
 

@@ -31,6 +31,7 @@ from baseten_operator.controller import secret_messages as messages
 from baseten_operator.controller.deletion import has_finalizer, set_finalizer_on
 from baseten_operator.controller.endings import AwaitChange, PassEnded, ReconcileError, RequeueAfter
 from baseten_operator.controller.ownership import object_key
+from baseten_operator.controller.ports import BasetenAPI
 from baseten_operator.controller.secret_context import SecretDependencies, SecretPass
 from baseten_operator.controller.secret_deletion import delete_secret
 from baseten_operator.controller.secret_fingerprint import fingerprint
@@ -130,18 +131,19 @@ def _run(p: SecretPass) -> NoReturn:
         present = write(p, client, value, digest, why)
     else:
         _record_age(p)
+    assert present is not None  # a missing secret is always written
     p.status.secret_id = present.id
     ref = p.spec.secret_ref
     p.report(SecretState.SYNCED, messages.synced(p.spec.name, p.namespace, ref.name, ref.key))
     raise RequeueAfter(next_check(p))
 
 
-def admit(p: SecretPass) -> Any:
+def admit(p: SecretPass) -> BasetenAPI:
     """The client the pass writes with (its namespace's key, its team); ends the pass when
     the namespace's policy or another BasetenSecret's ownership says it may not write."""
     deps = p.deps
     tenancy = deps.tenancy
-    client: Any = deps.baseten
+    client: BasetenAPI = deps.baseten
     if tenancy is not None:
         if not tenancy.knows_namespace(p.namespace):
             raise RequeueAfter(deps.timing.namespace_unknown)
@@ -203,7 +205,7 @@ def _subject(p: SecretPass, refused: Forbidden) -> tuple[str, str]:
     return "ServiceAccount", f"{identity.namespace}/{identity.service_account}"
 
 
-def find_secret(p: SecretPass, client: Any) -> SecretV1 | None:
+def find_secret(p: SecretPass, client: BasetenAPI) -> SecretV1 | None:
     try:
         listed: list[SecretV1] = client.list_secrets()
     except BasetenAPIError as error:
@@ -244,7 +246,7 @@ def observe(p: SecretPass, present: SecretV1 | None, why: str | None) -> NoRetur
     raise RequeueAfter(p.deps.timing.observe)
 
 
-def write(p: SecretPass, client: Any, value: SecretStr, digest: str, why: str) -> SecretV1:
+def write(p: SecretPass, client: BasetenAPI, value: SecretStr, digest: str, why: str) -> SecretV1:
     try:
         written: SecretV1 = client.upsert_secret(p.spec.name, value)
     except BasetenAPIError as error:

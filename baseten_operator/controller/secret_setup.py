@@ -168,7 +168,11 @@ def _watch_claims(controller: Controller, crs: Informer) -> None:
 
     def claimants_of(obj: dict[str, Any]) -> list[Request]:
         return _requests(
-            [other for name in secret_name_index(obj) for other in crs.by_index(SECRET_NAME_INDEX, name)]
+            [
+                other
+                for name in secret_name_index(obj)
+                for other in crs.by_index(SECRET_NAME_INDEX, name)
+            ]
         )
 
     def claim_changed(old: dict[str, Any], new: dict[str, Any]) -> bool:

@@ -45,9 +45,7 @@ def value_of(namespace: str, ref: SecretKeyRef, secret: dict[str, Any] | None) -
         raise _failed(messages.value_empty(namespace, ref.name, ref.key))
     if len(raw) > SECRET_VALUE_MAX_BYTES:
         raise _failed(
-            messages.value_too_large(
-                namespace, ref.name, ref.key, len(raw), SECRET_VALUE_MAX_BYTES
-            )
+            messages.value_too_large(namespace, ref.name, ref.key, len(raw), SECRET_VALUE_MAX_BYTES)
         )
     try:
         return SecretStr(raw.decode("utf-8"))

@@ -42,9 +42,7 @@ def secret_informer(client: Any, clock: Clock) -> MakeInformer:
 class ReferencedSecrets:
     """One watch per referenced Secret, kept while a BasetenSecret names it."""
 
-    def __init__(
-        self, reader: Any, make_informer: MakeInformer, on_change: OnSecretChange
-    ) -> None:
+    def __init__(self, reader: Any, make_informer: MakeInformer, on_change: OnSecretChange) -> None:
         self._reader = reader  # `get(SECRETS, name, namespace)`: the KubeAPI port
         self._make_informer = make_informer
         self._on_change = on_change

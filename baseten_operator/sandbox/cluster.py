@@ -11,7 +11,7 @@ from typing import Any
 import yaml
 
 from baseten_operator.api.constants import BASETENMODELS, KIND
-from baseten_operator.api.crd import build_crd
+from baseten_operator.api.crds import all_crds
 from baseten_operator.runtime.client import KubeClient
 from baseten_operator.runtime.errors import AlreadyExists
 from baseten_operator.runtime.resource import CONFIGMAPS, CRDS, NAMESPACES, SECRETS, Resource
@@ -26,12 +26,17 @@ SAMPLE_RESOURCES: dict[str, Resource] = {"ConfigMap": CONFIGMAPS, KIND: BASETENM
 
 
 def install_crd(kube: KubeClient, *, timeout: float = 10.0) -> None:
-    """Create the BasetenModel CRD and wait until the API server serves it."""
-    crd = build_crd()
-    with contextlib.suppress(AlreadyExists):
-        kube.create(CRDS, crd)
-    name = crd["metadata"]["name"]
-    wait_until(lambda: _established(kube.get(CRDS, name)), timeout, f"CRD {name} Established")
+    """Create the CRDs (BasetenModel, BasetenSecret) and wait until the API server serves them."""
+    for crd in all_crds():
+        with contextlib.suppress(AlreadyExists):
+            kube.create(CRDS, crd)
+    for crd in all_crds():
+        name = crd["metadata"]["name"]
+        wait_until(
+            lambda name=name: _established(kube.get(CRDS, name)),
+            timeout,
+            f"CRD {name} Established",
+        )
 
 
 def _established(crd: dict[str, Any]) -> bool:

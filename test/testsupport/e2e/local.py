@@ -168,6 +168,7 @@ def install(kubectl: Kubectl, api_key: str) -> None:
         "wait",
         "--for=condition=Established",
         "crd/basetenmodels.models.baseten.com",
+        "crd/basetensecrets.models.baseten.com",
         "--timeout=30s",
     )
     kubectl.apply(
