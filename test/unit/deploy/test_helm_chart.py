@@ -129,13 +129,14 @@ def test_chart_copies_of_crd_rbac_and_monitoring_are_fresh() -> None:
     assert stale == [], f"stale: {stale}; run `make manifests` and commit the result"
 
 
-def test_chart_crd_is_config_crd() -> None:
+@pytest.mark.parametrize("plural", ["basetenmodels", "basetensecrets"])
+def test_chart_crd_is_config_crd(plural: str) -> None:
     config_crd = yaml.safe_load(
-        (REPO / "config" / "crd" / "bases" / "models.baseten.com_basetenmodels.yaml").read_text()
+        (REPO / "config" / "crd" / "bases" / f"models.baseten.com_{plural}.yaml").read_text()
     )
-    rendered = find(objects(), "CustomResourceDefinition")
+    name = config_crd["metadata"]["name"]
+    rendered = find(objects(), "CustomResourceDefinition", name)
     assert rendered["spec"] == config_crd["spec"]
-    assert rendered["metadata"]["name"] == config_crd["metadata"]["name"]
 
 
 # --------------------------------------------------------------------------- chart = config/default
@@ -314,8 +315,10 @@ def test_empty_namespace_name_means_the_release_namespace() -> None:
 
 def test_without_crd() -> None:
     assert "CustomResourceDefinition" not in kinds(objects({"crds": {"install": False}}))
-    kept = find(objects({"crds": {"keep": True}}), "CustomResourceDefinition")
-    assert kept["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep"
+    kept = [o for o in objects({"crds": {"keep": True}}) if o["kind"] == "CustomResourceDefinition"]
+    assert len(kept) == 2
+    for crd in kept:
+        assert crd["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep"
 
 
 def test_image_override_and_pull_secrets() -> None:

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from baseten_operator.api.constants import BASETENMODELS
+from baseten_operator.api.constants import BASETENMODELS, BASETENSECRETS
 from baseten_operator.runtime.resource import (
     CONFIGMAPS,
     EVENTS,
@@ -49,6 +49,7 @@ KUBE_CALLERS = [
     PACKAGE / "runtime" / "leaderelection.py",
 ]
 RESOURCES = {"BASETENMODELS": BASETENMODELS, "CONFIGMAPS": CONFIGMAPS, "EVENTS": EVENTS}
+RESOURCES["BASETENSECRETS"] = BASETENSECRETS
 RESOURCES.update(LEASES=LEASES, NAMESPACES=NAMESPACES, SECRETS=SECRETS)
 # KubeClient method -> (subresource, RBAC verb).
 CLIENT_VERBS = {
@@ -190,13 +191,44 @@ def _grant(permissions: Permissions, resource: Resource, suffix: str, verb: str)
     permissions.setdefault((resource.group, resource.plural + suffix), set()).add(verb)
 
 
+def _status_writer_resource(node: ast.AST) -> Resource | None:
+    """`resource = RESOURCE` in a class: a status writer's kind (status.py), whose writes
+    are `update_status` and, on a conflict, `get`."""
+    if not isinstance(node, ast.ClassDef):
+        return None
+    for statement in node.body:
+        if (
+            isinstance(statement, ast.Assign)
+            and [getattr(t, "id", None) for t in statement.targets] == ["resource"]
+            and isinstance(statement.value, ast.Name)
+        ):
+            return _resource_of(statement.value)
+    return None
+
+
 def permissions_the_code_uses() -> Permissions:
     """Every `<client>.<verb>(RESOURCE, ...)` call, list+watch for every informer wired
     with `<manager>.informer(RESOURCE)` (the reconciler reads everything else from them),
-    and get for the whole objects read behind one (`FetchedObjects(client, RESOURCE, ...)`)."""
+    get for the whole objects read behind one (`FetchedObjects(client, RESOURCE, ...)`),
+    patch for `set_finalizer_on(client, RESOURCE, ...)`, and a status writer's
+    `update_status` and `get` on the `resource` it names."""
     permissions: Permissions = {}
     for path in KUBE_CALLERS:
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            written = _status_writer_resource(node)
+            if written is not None:
+                _grant(permissions, written, "/status", "update")
+                _grant(permissions, written, "", "get")
+                continue
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id == "set_finalizer_on"
+            ):
+                patched = _resource_of(node.args[1]) if len(node.args) > 1 else None
+                if patched is not None:
+                    _grant(permissions, patched, "", "patch")
+                continue
             if not isinstance(node, ast.Call):
                 continue
             if isinstance(node.func, ast.Name) and node.func.id == "FetchedObjects":
@@ -232,6 +264,8 @@ def test_the_code_is_what_the_scan_sees() -> None:
     used = permissions_the_code_uses()
     assert used[("models.baseten.com", "basetenmodels")] >= {"list", "watch", "patch"}
     assert used[("models.baseten.com", "basetenmodels/status")] == {"update"}
+    assert used[("models.baseten.com", "basetensecrets")] >= {"list", "watch", "patch"}
+    assert used[("models.baseten.com", "basetensecrets/status")] == {"update"}
     assert used[("coordination.k8s.io", "leases")] == {"get", "create", "update"}
     assert "create" in used[("", "events")]
     assert used[("", "configmaps")] == {"get", "list", "watch"}
@@ -244,6 +278,8 @@ def test_manager_cluster_role_grants_exactly_what_the_code_uses() -> None:
     leases = (LEASES.group, LEASES.plural)
     secrets = (SECRETS.group, SECRETS.plural)
     cluster_wide = {k: v for k, v in used.items() if k not in (leases, secrets)}
+    # Not a call: what a finalizer's owner is granted on clusters that check it.
+    cluster_wide[("models.baseten.com", "basetensecrets/finalizers")] = {"update"}
     assert granted(find("ClusterRole", MANAGER_ROLE)) == cluster_wide
     assert granted(find("Role", LEADER_ELECTION_ROLE)) == {leases: used[leases]}
     # Secrets only in the operator's own namespace (namespaces' API keys), never cluster-wide.
