@@ -31,12 +31,11 @@ def install_crd(kube: KubeClient, *, timeout: float = 10.0) -> None:
         with contextlib.suppress(AlreadyExists):
             kube.create(CRDS, crd)
     for crd in all_crds():
-        name = crd["metadata"]["name"]
-        wait_until(
-            lambda name=name: _established(kube.get(CRDS, name)),
-            timeout,
-            f"CRD {name} Established",
-        )
+        _await_established(kube, crd["metadata"]["name"], timeout)
+
+
+def _await_established(kube: KubeClient, name: str, timeout: float) -> None:
+    wait_until(lambda: _established(kube.get(CRDS, name)), timeout, f"CRD {name} Established")
 
 
 def _established(crd: dict[str, Any]) -> bool:
