@@ -31,6 +31,7 @@ from baseten_operator.api.types import BasetenModelSpec, to_wire
 from baseten_operator.baseten.errors import BasetenAPIError
 from baseten_operator.baseten.pool import BasetenClientPool, MakeClient
 from baseten_operator.baseten.settings import detect_drift
+from baseten_operator.controller import messages
 from baseten_operator.controller.admission import with_namespace_client
 from baseten_operator.controller.context import Dependencies, Pass
 from baseten_operator.controller.deletion import has_finalizer
@@ -310,8 +311,12 @@ class Planner:
             for at in (status.next_retry_time, status.truss_push_next_retry_time)
             if (parsed := parse_rfc3339(at)) is not None and parsed > now
         ]
+        message = status.message or ""
         if pending and not result.actions:
             result.notes.append(f"waiting: next retry at {pending[0]}")
+        elif messages.WAITING_FOR_SECRETS in message and not result.actions:
+            # The push waits for secrets Baseten does not have (section 5).
+            result.notes.append(message[message.index(messages.WAITING_FOR_SECRETS) :])
         elif (
             status.deployment_status in _BLOCKED_STATUSES
             and not result.actions

@@ -30,6 +30,8 @@ Secrets: `seed_secret(name, value, team=None)` creates one as the UI would; `sec
 lists every secret with its id, team, number of writes and the SHA-256 of its value (the
 value itself is never kept, and the audit log keeps an upsert's name only). `/v1/secrets`
 works on the caller's primary team: a team key's own, else the organisation's default team.
+A pushed deployment whose truss config names a secret its model's team lacks fails to load
+(FAILED); `deployment_failure(deployment_id)` says which secrets.
 
 Modules: `simulator.py` (`BasetenSimulator`: one port, its control methods) serves `app.py`
 (auth, request log, faults, rate limits, audit) over `http.py`; `rest.py` routes /v1 to the

@@ -151,6 +151,8 @@ class Deployment:
     truss_config: dict[str, Any] | None = None
     # Bumped whenever a new lifecycle step starts: events of older steps are then stale.
     generation: int = 0
+    # Why its last load failed (what Baseten's deployment logs would say), else None.
+    failure: str | None = None
 
 
 @dataclass

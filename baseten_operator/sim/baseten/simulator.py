@@ -255,6 +255,10 @@ class BasetenSimulator:
         """Every request served (GETs and faulted ones included), from index `since` on."""
         return self._requests.entries(int(since))
 
+    def deployment_failure(self, deployment_id: str) -> dict:
+        """{id, status, failure}: why its last load failed (a secret its team lacks), or None."""
+        return self.engine.controls.deployment_failure(deployment_id)
+
     def uploaded_files(self, deployment_id: str) -> dict[str, str]:
         return self.engine.controls.uploaded_files(deployment_id)
 
@@ -291,5 +295,6 @@ class BasetenSimulator:
             "audit_log": self.audit_log,
             "request_log": self.request_log,
             "uploaded_files": self.uploaded_files,
+            "deployment_failure": self.deployment_failure,
             "reset": self.reset,
         }

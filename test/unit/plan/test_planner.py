@@ -10,7 +10,7 @@ import pytest
 
 from baseten_operator.api.constants import FINALIZER
 from baseten_operator.baseten.errors import BasetenAPIError
-from baseten_operator.baseten.models import DeploymentV1, EnvironmentV1, ModelV1
+from baseten_operator.baseten.models import DeploymentV1, EnvironmentV1, ModelV1, SecretV1
 from baseten_operator.controller.orphans import OrphanVerdict
 from baseten_operator.plan.actions import (
     Activate,
@@ -192,6 +192,32 @@ def test_a_push_backing_off_waits_and_a_due_one_pushes() -> None:
     )
     due = plan(failed_push(clock.now() - 1))
     assert due.actions == [Push(name, "llama", False)]
+
+
+def test_a_push_waiting_for_secrets_shows_the_wait_and_no_push() -> None:
+    truss = {
+        "resources": {"accelerator": "L4"},
+        "baseImage": {"image": "vllm:1"},
+        "secrets": {"hf_token": "", "wandb": ""},
+    }
+    obj = cr(modelID="m1")
+    del obj["spec"]["sourceDeploymentName"]
+    obj["spec"]["trussConfig"] = truss
+    baseten = Baseten()
+    baseten.list_secrets = lambda: [SecretV1(id="s1", name="wandb")]  # type: ignore[attr-defined]
+    waiting = plan(obj, baseten)
+    assert waiting.actions == [] and waiting.blockers == []
+    assert waiting.notes == ["waiting for secrets: hf_token"]
+    assert waiting.status == {
+        "deploymentStatus": "PENDING",
+        "message": "waiting for secrets: hf_token",
+    }
+    assert "  no actions: waiting for secrets: hf_token" in to_table([waiting])
+    baseten.list_secrets = lambda: [  # type: ignore[attr-defined]
+        SecretV1(id="s1", name="wandb"),
+        SecretV1(id="s2", name="hf_token"),
+    ]
+    assert plan(obj, baseten).actions == [Push(deployment_name(truss, ""), "llama", False)]
 
 
 def test_a_stopped_build_is_a_blocker() -> None:
