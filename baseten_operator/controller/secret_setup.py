@@ -29,7 +29,7 @@ from baseten_operator.controller.secret_ownership import (
     secret_ref_index,
 )
 from baseten_operator.controller.secret_reconciler import BasetenSecretReconciler
-from baseten_operator.controller.secret_telemetry import last_sync_ages
+from baseten_operator.controller.secret_telemetry import LAST_SYNC_AGES
 from baseten_operator.controller.secret_watches import ReferencedSecrets, secret_informer
 from baseten_operator.controller.tenancy import Tenancy
 from baseten_operator.controller.tenancy_watches import policy_changed
@@ -116,7 +116,7 @@ def build_secret_controller(
         models_naming=lambda name: models.by_index(MODEL_SECRETS_INDEX, name),
         fingerprint_key=fingerprint_key,
         identity=identity,
-        ages=last_sync_ages(clock),
+        ages=LAST_SYNC_AGES,
         on_synced=wake_models,
         tenancy=Tenancy(
             namespaces=wiring.namespaces,

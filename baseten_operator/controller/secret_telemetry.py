@@ -10,7 +10,7 @@ from prometheus_client import Counter
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from baseten_operator.runtime.clock import Clock
+from baseten_operator.runtime.clock import Clock, RealClock
 from baseten_operator.runtime.metrics import REGISTRY
 
 SECRET_SYNCS = Counter(
@@ -68,15 +68,6 @@ class LastSyncAges(Collector):
         yield family
 
 
-_registered: LastSyncAges | None = None
-_registered_lock = threading.Lock()
-
-
-def last_sync_ages(clock: Clock) -> LastSyncAges:
-    """The one collector on the operator's registry (the first caller's clock)."""
-    global _registered
-    with _registered_lock:
-        if _registered is None:
-            _registered = LastSyncAges(clock)
-            REGISTRY.register(_registered)
-        return _registered
+# The one the operator exports (tests make their own, on the fake clock, unregistered).
+LAST_SYNC_AGES = LastSyncAges(RealClock())
+REGISTRY.register(LAST_SYNC_AGES)
