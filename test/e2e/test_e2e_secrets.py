@@ -153,7 +153,7 @@ def test_a_rotation_reaches_baseten_in_one_upsert_and_leaves_no_trace(
     arrived = wait_sim_value(stack.sim, secret_name, rotated, timeout=ROTATION_DEADLINE)
     assert arrived["writes"] == 2
     stack.wait_event(namespace, "hf-token", "SecretSynced", contains="(value changed)")
-    table = kubectl.table("get", "bsec", "-n", namespace)
+    table = kubectl.table("bsec", "-n", namespace)
     assert list(table[0]) == ["NAME", "SECRET", "TEAM", "STATE", "AGE", "MESSAGE"]
     assert table[0]["STATE"] == "SYNCED" and table[0]["SECRET"] == secret_name
 
