@@ -12,10 +12,10 @@ would write. A steady pass writes nothing, to Baseten or to the status.
 from __future__ import annotations
 
 import re
-from typing import Any, NoReturn
+from typing import NoReturn
 
 import structlog
-from pydantic import SecretStr, ValidationError
+from pydantic import SecretStr
 
 from baseten_operator.api.constants import (
     BASETENSECRETS,
@@ -30,8 +30,10 @@ from baseten_operator.baseten.models import SecretV1
 from baseten_operator.controller import secret_messages as messages
 from baseten_operator.controller.deletion import has_finalizer, set_finalizer_on
 from baseten_operator.controller.endings import AwaitChange, PassEnded, ReconcileError, RequeueAfter
+from baseten_operator.controller.messages import invalid_spec
 from baseten_operator.controller.ownership import object_key
 from baseten_operator.controller.ports import BasetenAPI
+from baseten_operator.controller.reconciler import parse_spec_as
 from baseten_operator.controller.secret_context import SecretDependencies, SecretPass
 from baseten_operator.controller.secret_deletion import delete_secret
 from baseten_operator.controller.secret_fingerprint import fingerprint
@@ -53,17 +55,6 @@ _SERVICE_ACCOUNT_USER = re.compile(r'User "system:serviceaccount:([^:"]+):([^:"]
 _USER = re.compile(r'User "([^"]+)"')
 
 
-def parse_secret_spec(obj: dict[str, Any]) -> tuple[BasetenSecretSpec | None, list[str]]:
-    try:
-        return BasetenSecretSpec.model_validate(obj.get("spec") or {}), []
-    except ValidationError as error:
-        problems = [
-            f"{'.'.join(['spec', *(str(part) for part in detail['loc'])])}: {detail['msg']}"
-            for detail in error.errors()
-        ]
-        return None, problems
-
-
 class BasetenSecretReconciler:
     def __init__(self, deps: SecretDependencies) -> None:
         self._deps = deps
@@ -74,13 +65,13 @@ class BasetenSecretReconciler:
             self._deps.ages.forget(request.namespace, request.name)
             return Result()
         writer = SecretStatusWriter(self._deps.kube, obj, self._deps.clock)
-        spec, problems = parse_secret_spec(obj)
+        spec, problems = parse_spec_as(BasetenSecretSpec, obj)
         if spec is None:
             if obj["metadata"].get("deletionTimestamp"):
                 # Nothing it means can be trusted: let it go, touching nothing in Baseten.
                 set_finalizer_on(self._deps.kube, BASETENSECRETS, obj, present=False)
                 return Result()
-            message = f"invalid spec: {'; '.join(problems)}"
+            message = invalid_spec(problems)
             report(writer.status, SecretState.FAILED, message)
             writer.write_outcome(stalled=True)
             raise TerminalError(message)
