@@ -210,3 +210,34 @@ def container_env(cluster: Cluster, container: dict[str, Any]) -> dict[str, str]
         else:
             raise AssertionError(f"unhandled env source {variable}")
     return env
+
+
+def test_a_namespace_opts_in_to_secret_reading_with_the_sample_role_binding(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    """The chart ships the ClusterRole and binds it nowhere; the sample RoleBinding, applied
+    in one namespace, lets the operator's ServiceAccount read Secrets there and only there."""
+    release = "baseten-operator"
+    installed = cluster.helm.install(cluster.chart, release, {}, create_namespace=True)
+    try:
+        assert "--clusterrole=baseten-operator-secret-reader" in installed["notes"]
+        assert "baseten-operator-secret-reader" in cluster.names("clusterroles")
+        for namespace in ("opted-in", "not-opted-in"):
+            cluster.kubectl.apply(
+                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
+            )
+        sample = REPO / "config" / "samples" / "secret_reader_rolebinding.yaml"
+        cluster.kubectl.run("apply", "-n", "opted-in", "-f", str(sample))
+        if cluster.kube.plane is not None:  # the emulator enforces no RBAC
+            kubeconfig = cluster.kube.service_account_kubeconfig(
+                tmp_path / "kubeconfig", NAMESPACE, f"{release}-controller-manager"
+            )
+            operator = Kubectl(str(kubeconfig))
+            assert operator.run("get", "secrets", "-n", "opted-in").returncode == 0
+            refused = operator.run("get", "secrets", "-n", "not-opted-in", check=False)
+            assert refused.returncode != 0 and "Forbidden" in refused.stderr
+    finally:
+        for namespace in ("opted-in", "not-opted-in"):
+            cluster.kubectl.run("delete", "namespace", namespace, "--wait=false", check=False)
+        cluster.helm.uninstall(release, ignore_not_found=True)
+    assert "baseten-operator-secret-reader" not in cluster.names("clusterroles")

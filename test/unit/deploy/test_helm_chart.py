@@ -166,10 +166,16 @@ def without_helm_labels(obj: Any, key: str = "") -> Any:
     return obj
 
 
+# Named the same in every release: the operator's FORBIDDEN message names it.
+SECRET_READER = "baseten-operator-secret-reader"
+
+
 def normalized(obj: Obj, prefix: str) -> Obj:
     """obj without Helm's labels, and without the name prefix where kustomize's namePrefix goes."""
 
     def strip(name: str) -> str:
+        if name == SECRET_READER:
+            return name.removeprefix("baseten-operator-")
         return name.removeprefix(prefix + "-")
 
     obj = without_helm_labels(obj)
@@ -372,6 +378,42 @@ def test_existing_service_account() -> None:
     assert pod_spec(objs)["serviceAccountName"] == "platform-ops"
     with pytest.raises(helm.HelmRenderError, match="serviceAccount.name is required"):
         objects({"serviceAccount": {"create": False}})
+
+
+def secret_readers(objs: list[Obj]) -> list[Obj]:
+    return [o for o in objs if o["metadata"]["name"] == SECRET_READER]
+
+
+@pytest.mark.parametrize("release", [RELEASE, "my-ops"])
+def test_the_secret_reader_cluster_role_has_a_fixed_name_and_no_binding(release: str) -> None:
+    objs = objects(release=release)
+    [role] = secret_readers(objs)
+    assert role["kind"] == "ClusterRole"
+    assert role["rules"] == [
+        {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list", "watch"]}
+    ]
+    bound = [o for o in objs if o["kind"].endswith("Binding")]
+    assert SECRET_READER not in {b["roleRef"]["name"] for b in bound}  # opt-in, per namespace
+
+
+def test_a_second_release_can_leave_the_secret_reader_to_the_first() -> None:
+    assert secret_readers(objects({"rbac": {"secretReaderClusterRole": False}})) == []
+
+
+def test_the_notes_tell_how_a_namespace_opts_in_to_secret_reading() -> None:
+    notes = next(
+        text
+        for path, text in chart().render({}, name=RELEASE, namespace=NAMESPACE).items()
+        if path.endswith("NOTES.txt")
+    )
+    assert "--clusterrole=baseten-operator-secret-reader" in notes
+    assert f"--serviceaccount={NAMESPACE}:{RELEASE}-controller-manager" in notes
+    without = chart().render(
+        {"rbac": {"secretReaderClusterRole": False}}, name=RELEASE, namespace=NAMESPACE
+    )
+    assert "does not create that ClusterRole" in next(
+        text for path, text in without.items() if path.endswith("NOTES.txt")
+    )
 
 
 def test_no_rbac() -> None:

@@ -33,6 +33,8 @@ SERVICE_ACCOUNT = "baseten-operator-controller-manager"
 MANAGER_ROLE = "baseten-operator-manager-role"
 LEADER_ELECTION_ROLE = "baseten-operator-leader-election-role"
 SECRET_READER_ROLE = "baseten-operator-api-key-secret-reader-role"
+# Reading namespaces' Secrets for BasetenSecrets: shipped, bound by no one (opt-in).
+OPT_IN_SECRET_READER = "baseten-operator-secret-reader"
 # Issue 12 grants get next to the informers' list and watch on these two.
 READ_ALSO_GRANTED = {(NAMESPACES.group, NAMESPACES.plural), (SECRETS.group, SECRETS.plural)}
 BASETENMODEL_ROLES = {
@@ -301,6 +303,32 @@ def test_roles_are_bound_to_the_manager_service_account() -> None:
         assert binding["roleRef"]["name"] == role
         assert binding["subjects"] == [subject]
     find("ServiceAccount", SERVICE_ACCOUNT)
+
+
+def test_reading_namespaces_secrets_is_shipped_but_bound_by_no_one() -> None:
+    secrets = (SECRETS.group, SECRETS.plural)
+    role = find("ClusterRole", OPT_IN_SECRET_READER)
+    assert granted(role) == {secrets: {"get", "list", "watch"}}
+    bindings = [o for o in install_objects() if o["kind"] in ("RoleBinding", "ClusterRoleBinding")]
+    assert OPT_IN_SECRET_READER not in {b["roleRef"]["name"] for b in bindings}
+
+
+def test_the_sample_role_binding_grants_it_to_the_installed_service_account() -> None:
+    sample = REPO / "config" / "samples" / "secret_reader_rolebinding.yaml"
+    binding = yaml.safe_load(sample.read_text())
+    assert binding["kind"] == "RoleBinding" and "namespace" not in binding["metadata"]
+    assert binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "ClusterRole",
+        "name": OPT_IN_SECRET_READER,
+    }
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": NAMESPACE}
+    ]
+    find("ServiceAccount", SERVICE_ACCOUNT)
+    # Opt-in: `kubectl apply -k config/samples` grants nothing.
+    listed = yaml.safe_load((sample.parent / "kustomization.yaml").read_text())["resources"]
+    assert sample.name not in listed
 
 
 def aggregation_labels(objects: list[dict[str, Any]]) -> dict[str, set[str]]:
