@@ -173,7 +173,7 @@ def test_the_operator_starts_with_the_installed_deployments_arguments(
             [sys.executable, "-m", "baseten_operator.cli", "run", *container["args"],
              "--kubeconfig", str(kubeconfig)],
             tmp_path / "operator.log",
-            env={**container_env(cluster, container), "PYTHONPATH": str(REPO)},
+            env={**container_env(cluster, pod), "PYTHONPATH": str(REPO)},
         )  # fmt: skip
         wait_for(
             lambda: http_ok(f"http://127.0.0.1:{health}/readyz") or not process.alive(),
@@ -194,10 +194,11 @@ def test_the_operator_starts_with_the_installed_deployments_arguments(
         cluster.helm.uninstall(release)
 
 
-def container_env(cluster: Cluster, container: dict[str, Any]) -> dict[str, str]:
+def container_env(cluster: Cluster, pod: dict[str, Any]) -> dict[str, str]:
     """The container's environment as the kubelet would set it (values, Secret keys, fields)."""
+    fields = {"metadata.namespace": NAMESPACE, "spec.serviceAccountName": pod["serviceAccountName"]}
     env = {}
-    for variable in container["env"]:
+    for variable in pod["containers"][0]["env"]:
         source = variable.get("valueFrom", {})
         if "value" in variable:
             env[variable["name"]] = variable["value"]
@@ -205,8 +206,8 @@ def container_env(cluster: Cluster, container: dict[str, Any]) -> dict[str, str]
             ref = source["secretKeyRef"]
             secret = cluster.kubectl.json("get", "secret", ref["name"], "-n", NAMESPACE)
             env[variable["name"]] = base64.b64decode(secret["data"][ref["key"]]).decode()
-        elif source.get("fieldRef", {}).get("fieldPath") == "metadata.namespace":
-            env[variable["name"]] = NAMESPACE
+        elif source.get("fieldRef", {}).get("fieldPath") in fields:
+            env[variable["name"]] = fields[source["fieldRef"]["fieldPath"]]
         else:
             raise AssertionError(f"unhandled env source {variable}")
     return env

@@ -255,6 +255,19 @@ def test_defaults_render_the_operator_with_secure_metrics_and_no_opt_ins() -> No
         "name": "baseten-operator-api-key",
         "key": "api-key",
     }
+    assert downward_fields(container) == {
+        "POD_NAMESPACE": "metadata.namespace",
+        "SERVICE_ACCOUNT_NAME": "spec.serviceAccountName",
+    }
+
+
+def downward_fields(container: Obj) -> dict[str, str]:
+    """The variables the kubelet fills from the pod's own fields."""
+    return {
+        e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"]
+        for e in container["env"]
+        if "fieldRef" in e.get("valueFrom", {})
+    }
 
 
 def test_aggregation_into_the_builtin_roles_is_opt_in() -> None:

@@ -182,6 +182,14 @@ def test_api_key_comes_from_the_secret_and_leader_election_is_on() -> None:
     assert manager_pod()["serviceAccountName"] == SERVICE_ACCOUNT
 
 
+def test_the_pod_knows_its_namespace_and_service_account() -> None:
+    """Where API key Secrets live, and whom a FORBIDDEN BasetenSecret's message names when
+    the API server's refusal does not say (main.operator_identity)."""
+    env = {e["name"]: e.get("valueFrom") for e in manager_container()["env"]}
+    assert env["POD_NAMESPACE"] == {"fieldRef": {"fieldPath": "metadata.namespace"}}
+    assert env["SERVICE_ACCOUNT_NAME"] == {"fieldRef": {"fieldPath": "spec.serviceAccountName"}}
+
+
 # --------------------------------------------------------------------------- least privilege
 
 
