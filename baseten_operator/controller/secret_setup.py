@@ -245,8 +245,9 @@ def setup_secrets_with_manager(
     fingerprint_key: bytes,
     identity: OperatorIdentity,
 ) -> Controller:
-    """`build_secret_controller` on the manager's shared informers, registered with it."""
-    controller, _referenced = build_secret_controller(
+    """`build_secret_controller` on the manager's shared informers, registered with it (the
+    referenced Secrets' watches stopped with its informers)."""
+    controller, referenced = build_secret_controller(
         crs=manager.informer(BASETENSECRETS),
         wiring=wiring,
         kube=kube,
@@ -258,6 +259,7 @@ def setup_secrets_with_manager(
         identity=identity,
     )
     manager.add(controller)
+    manager.add_watches(referenced)
     return controller
 
 

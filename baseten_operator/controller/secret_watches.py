@@ -50,6 +50,7 @@ class ReferencedSecrets:
         self._informers: dict[SecretKey, Informer] = {}
         self._referenced_by: dict[SecretKey, set[str]] = {}
         self._reference_of: dict[str, SecretKey] = {}
+        self._stopped = False
 
     def get(self, namespace: str, name: str) -> dict[str, Any] | None:
         """The Secret (None: it does not exist). Raises the API server's `Forbidden` when
@@ -77,7 +78,8 @@ class ReferencedSecrets:
                 self._reference_of[cr_key] = secret
                 users = self._referenced_by.setdefault(secret, set())
                 users.add(cr_key)
-                if secret not in self._informers:
+                # Stopped: a handler still running after the shutdown starts no watch.
+                if secret not in self._informers and not self._stopped:
                     start = self._informers[secret] = self._watch(secret)
         if stop is not None:
             stop.stop(timeout=0)
@@ -88,12 +90,14 @@ class ReferencedSecrets:
         with self._lock:
             return set(self._informers)
 
-    def stop(self) -> None:
+    def stop(self, timeout: float) -> None:
+        """Every watch, each given `timeout` to end its threads; none starts after this."""
         with self._lock:
+            self._stopped = True
             informers = list(self._informers.values())
             self._informers.clear()
         for informer in informers:
-            informer.stop(timeout=0)
+            informer.stop(timeout)
 
     def _release(self, cr_key: str, secret: SecretKey) -> Informer | None:
         del self._reference_of[cr_key]
