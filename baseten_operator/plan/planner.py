@@ -162,6 +162,10 @@ class Planner:
             require_policy=view.require_policy,
         )
 
+    def secret_rules(self) -> Tenancy:
+        """The same rules for BasetenSecrets' passes, which claim no environment."""
+        return self._rules(_World([], []))
+
     def _recording_client(self, api_key: str) -> RecordingBaseten:
         if self.namespace_client is None:
             raise AssertionError("a namespace names an API key Secret the plan cannot read")
