@@ -21,6 +21,7 @@ from typing import Any
 from baseten_operator.api.constants import BASETENMODELS, BASETENSECRETS
 from baseten_operator.controller.ports import ObjectCache
 from baseten_operator.plan.inputs import ClusterObjects
+from baseten_operator.runtime.errors import NotFound
 from baseten_operator.runtime.resource import NAMESPACES, SECRETS
 
 POLICY_UNKNOWN_NOTE = (
@@ -69,7 +70,10 @@ class TenancyView:
         the plan needs no right to list Secrets); the BasetenModels and BasetenSecrets are
         listed at once."""
         items: list[dict[str, Any]] = kube.list(BASETENMODELS).get("items") or []
-        secrets: list[dict[str, Any]] = kube.list(BASETENSECRETS).get("items") or []
+        try:
+            secrets: list[dict[str, Any]] = kube.list(BASETENSECRETS).get("items") or []
+        except NotFound:
+            secrets = []  # an install from before BasetenSecret: none can exist
         return cls(
             namespaces=ClusterObjects(NAMESPACES, kube),
             secrets=ClusterObjects(SECRETS, kube),
