@@ -55,6 +55,7 @@ from baseten_operator.plan.world import (
     RecordingPusher,
     WriteRefused,
     changes_of,
+    unplanned,
 )
 from baseten_operator.runtime.clock import Clock, parse_rfc3339, rfc3339
 from baseten_operator.runtime.controller import Request, TerminalError
@@ -236,14 +237,10 @@ class Planner:
         except (ReconcileError, TerminalError) as ended:
             result.blockers.append(str(ended))
         except WriteRefused as refused:
-            result.error = f"the pass tried a write the plan does not know: {refused}"
+            result.error = unplanned(recording, refused)
         except BasetenAPIError as error:
             result.error = f"Baseten: {error}"
-        if recording.failed_reads and result.error is None:
-            # What the pass decided on a read that got no answer is not what it will do.
-            result.error = (
-                f"a Baseten read failed, so this plan is incomplete: {recording.failed_reads[0]}"
-            )
+        result.error = result.error or unplanned(recording)
         stored = kube.stored(result.namespace, result.name) or obj
         status = parse_status(stored.get("status"))
         result.actions = [self._complete(a, spec, status.model_id) for a in recording.actions]

@@ -37,6 +37,7 @@ from baseten_operator.plan.world import (
     RecordedEvents,
     RecordingBaseten,
     WriteRefused,
+    unplanned,
 )
 from baseten_operator.runtime.clock import Clock, rfc3339
 from baseten_operator.runtime.controller import Request, TerminalError
@@ -188,11 +189,8 @@ class SecretPlanner:
         except SecretUnread as unread:
             result.notes.append(str(unread))
         except WriteRefused as refused:
-            result.error = f"the pass tried a write the plan does not know: {refused}"
-        if recording.failed_reads and result.error is None:
-            result.error = (
-                f"a Baseten read failed, so this plan is incomplete: {recording.failed_reads[0]}"
-            )
+            result.error = unplanned(recording, refused)
+        result.error = result.error or unplanned(recording)
         stored = kube.stored(result.namespace, result.name) or obj
         status = parse_secret_status(stored.get("status"))
         result.actions = list(recording.actions)

@@ -129,6 +129,16 @@ class Recording:
     failed_reads: list[str] = field(default_factory=list)
 
 
+def unplanned(recording: Recording, refused: WriteRefused | None = None) -> str | None:
+    """A CR's plan error: a write the plan does not know, or a read that got no usable
+    answer (what the pass decided on it is not what it will do)."""
+    if refused is not None:
+        return f"the pass tried a write the plan does not know: {refused}"
+    if recording.failed_reads:
+        return f"a Baseten read failed, so this plan is incomplete: {recording.failed_reads[0]}"
+    return None
+
+
 def _an_answer(error: BasetenAPIError) -> bool:
     """A failed call that still tells the pass something about Baseten's state: a 404
     (not found) or an ambiguous name. Anything else (no answer, a refused key, a 5xx, an
