@@ -6,24 +6,22 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import yaml
 
 from testsupport.e2e.harness import Stack, basetenmodel, unique_name
+from testsupport.paths import REPO
 from testsupport.polling import wait_for
 
 pytestmark = pytest.mark.e2e
 
-TRUSS: dict[str, Any] = {
-    "resources": {"accelerator": "H100:1"},
-    "baseImage": {"image": "us-docker.pkg.dev/my-project/my-repo/vllm:0.16.0"},
-    "dockerServer": {
-        "startCommand": "sh -c 'bash /app/data/setup.sh'",
-        "readinessEndpoint": "/health",
-        "livenessEndpoint": "/health",
-        "predictEndpoint": "/v1/completions",
-        "serverPort": 8000,
-    },
-    "setupScript": {"inline": "#!/bin/bash\necho ready\n"},
-}
+SAMPLES = REPO / "config" / "samples"
+
+
+def truss_sample() -> dict[str, Any]:
+    """The shipped truss sample's trussConfig (its setup script in the sample ConfigMap)."""
+    sample = yaml.safe_load((SAMPLES / "models_v1alpha1_basetenmodel_truss.yaml").read_text())
+    truss: dict[str, Any] = sample["spec"]["trussConfig"]
+    return truss
 
 
 def pushes_of(stack: Stack, model_name: str) -> list[dict[str, Any]]:
@@ -38,12 +36,13 @@ def pushes_of(stack: Stack, model_name: str) -> list[dict[str, Any]]:
 
 def test_a_model_waits_for_its_secret_then_pushes_once_it_exists(stack: Stack) -> None:
     namespace = stack.new_namespace("e2e-secrets")
+    stack.kubectl.run("apply", "-n", namespace, "-f", str(SAMPLES / "setup_configmap.yaml"))
     model_name = unique_name("e2e-secrets-model")
     # Secret names are per Baseten team, and the simulator outlives one test: a fresh name.
     secret = unique_name("hf-token").replace("-", "_")
     spec = {
         "modelName": model_name,
-        "trussConfig": {**TRUSS, "secrets": {secret: ""}},
+        "trussConfig": {**truss_sample(), "secrets": {secret: ""}},
         "environment": {"name": "production"},
     }
     stack.kubectl.apply(basetenmodel("waits", namespace, spec))

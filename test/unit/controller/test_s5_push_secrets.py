@@ -8,16 +8,10 @@ import pytest
 
 from baseten_operator.baseten.errors import BasetenAPIError
 
+# No dockerServer: nothing for the preflight to refuse.
 TRUSS = {
     "resources": {"accelerator": "L4"},
     "baseImage": {"image": "vllm:1"},
-    "dockerServer": {
-        "startCommand": "serve",
-        "readinessEndpoint": "/health",
-        "livenessEndpoint": "/health",
-        "predictEndpoint": "/predict",
-        "serverPort": 8000,
-    },
     "secrets": {"hf_token": "", "b_key": "", "api.key": ""},
 }
 
