@@ -26,6 +26,12 @@ NEXT_CI_DEPLOYMENT = "img-1.1-wgt-1.0-p-1.4"
 BAD_DEPLOYMENT = "img-1.2-wgt-1.0-p-1.5"
 # The Baseten secret the complete sample's trussConfig.secrets names.
 REGISTRY_SECRET = "docker-registry-secret"
+# The sample BasetenSecret's Kubernetes Secret (config/samples) and the (fake) values the
+# sandbox puts in it: the seeded one, then the tour's rotation.
+HF_SECRET = "hf-token"
+HF_SECRET_KEY = "token"
+HF_TOKEN = "hf_sandbox_token_v1"
+HF_TOKEN_ROTATED = "hf_sandbox_token_v2"
 
 
 @dataclass(frozen=True)
