@@ -301,7 +301,7 @@ class Planner:
     ) -> None:
         status = parse_status(after.get("status"))
         if deps.tenancy is not None and not deps.tenancy.knows_namespace(result.namespace):
-            result.notes.append(_namespace_unknown(result.namespace))
+            result.notes.append(namespace_unknown(result.namespace))
             return  # the pass did nothing else: it waits
         if spec is not None and spec.effective_mode in _NO_WRITES:
             result.notes.append(_NO_WRITES[spec.effective_mode])
@@ -365,8 +365,8 @@ class Planner:
             result.orphans = review.verdicts
 
 
-def _namespace_unknown(namespace: str) -> str:
+def namespace_unknown(namespace: str, kind: str = "BasetenModels") -> str:
     return (
         f"waiting: namespace {namespace} not found, so its policy is unknown: the operator "
-        "makes no Baseten call for its BasetenModels until it exists"
+        f"makes no Baseten call for its {kind} until it exists"
     )

@@ -31,6 +31,7 @@ from baseten_operator.controller.secret_telemetry import LastSyncAges
 from baseten_operator.controller.tenancy import Tenancy
 from baseten_operator.controller.timing import Timing
 from baseten_operator.plan.actions import Action
+from baseten_operator.plan.planner import namespace_unknown
 from baseten_operator.plan.world import (
     MemoryKube,
     RecordedEvent,
@@ -196,7 +197,9 @@ class SecretPlanner:
         result.actions = list(recording.actions)
         result.events = events.events
         result.status = {"state": status.state, "message": status.message}
-        if spec is not None and spec.mode in _NO_WRITES:
+        if not self.rules.knows_namespace(result.namespace):
+            result.notes.append(namespace_unknown(result.namespace, "BasetenSecrets"))
+        elif spec is not None and spec.mode in _NO_WRITES:
             result.notes.append(_NO_WRITES[spec.mode])
         held = status.message and status.message not in result.blockers
         if not result.actions and status.state in _HELD_STATES and held:

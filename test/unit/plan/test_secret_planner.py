@@ -20,6 +20,7 @@ from baseten_operator.plan.inputs import ConfigMaps, from_manifests
 from baseten_operator.plan.planner import Planner
 from baseten_operator.plan.render import SCHEMA_PATH, to_json, to_table
 from baseten_operator.plan.secret_planner import PlanSecrets, SecretPlan, SecretPlanner
+from baseten_operator.plan.tenancy import TenancyView
 from baseten_operator.plan.world import RecordingBaseten
 from baseten_operator.runtime.clock import FakeClock
 from baseten_operator.runtime.errors import Forbidden
@@ -75,9 +76,15 @@ def plan_all(
     live: list[dict[str, Any]] | None = None,
     models: list[dict[str, Any]] | None = None,
     destroy: bool = False,
+    tenancy: TenancyView | None = None,
 ) -> list[SecretPlan]:
     clock = FakeClock()
-    planner = Planner(RecordingBaseten(baseten or Baseten()), ConfigMaps(), clock)  # type: ignore[arg-type]
+    planner = Planner(
+        RecordingBaseten(baseten or Baseten()),  # type: ignore[arg-type]
+        ConfigMaps(),
+        clock,
+        tenancy=tenancy or TenancyView.unknown(),
+    )
     return SecretPlanner(
         planner.baseten,
         planner.secret_rules(),
@@ -200,3 +207,18 @@ def test_manifests_bring_basetensecrets_and_their_secrets() -> None:
     inputs = from_manifests([basetensecret(), secret(), {"kind": "Other"}], "ns")
     assert [o["kind"] for o in inputs.basetensecrets] == ["BasetenSecret"]
     assert [o["kind"] for o in inputs.secrets] == ["Secret"]
+
+
+class NoNamespaces:
+    def get(self, namespace: str | None, name: str) -> dict[str, Any] | None:
+        return None
+
+
+def test_a_cr_in_a_namespace_that_does_not_exist_waits_and_says_why() -> None:
+    tenancy = TenancyView(namespaces=NoNamespaces(), secrets=NoNamespaces(), operator_namespace="o")
+    result = plan_one(basetensecret(), tenancy=tenancy)
+    assert result.actions == []
+    assert result.notes == [
+        "waiting: namespace ns not found, so its policy is unknown: the operator makes no "
+        "Baseten call for its BasetenSecrets until it exists"
+    ]
