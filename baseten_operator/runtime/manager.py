@@ -61,8 +61,8 @@ class Runnable(Protocol):
 
 
 class Watches(Protocol):
-    """Watches a component starts on demand, outside the shared informers (one per Secret a
-    BasetenSecret names): on every replica, as the informers whose events start them."""
+    """Watches a component starts on demand, outside the shared informers (one per object
+    a custom resource names): on every replica, as the informers whose events start them."""
 
     def stop(self, timeout: float) -> None: ...
 
