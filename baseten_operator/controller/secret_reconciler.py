@@ -238,6 +238,10 @@ def observe(p: SecretPass, present: SecretV1 | None, why: str | None) -> NoRetur
 
 
 def write(p: SecretPass, client: BasetenAPI, value: SecretStr, digest: str, why: str) -> SecretV1:
+    # A copy older than the last write's status (an informer that lags) reads as "never
+    # written" or "value changed": the conditional write proves this copy is current, or
+    # ends the pass (StaleRead) before a second upsert of the same value.
+    p.writer.write_intent()
     try:
         written: SecretV1 = client.upsert_secret(p.spec.name, value)
     except BasetenAPIError as error:

@@ -437,6 +437,23 @@ class Cache:
         return self._kube.objects.get((namespace or "", name))
 
 
+class LaggingCache(Cache):
+    """An informer that can fall behind: after `lag()` it serves the objects as they were
+    then, as a watch that has not yet delivered the latest writes does."""
+
+    def __init__(self, kube: FakeKube) -> None:
+        super().__init__(kube)
+        self._snapshot: dict[tuple[str, str], dict[str, Any]] | None = None
+
+    def lag(self) -> None:
+        self._snapshot = copy.deepcopy(self._kube.objects)
+
+    def get(self, namespace: str | None, name: str) -> dict[str, Any] | None:
+        if self._snapshot is None:
+            return super().get(namespace, name)
+        return self._snapshot.get((namespace or "", name))
+
+
 class ConfigMaps:
     def __init__(self) -> None:
         self.items: dict[tuple[str, str], dict[str, Any]] = {}
@@ -786,6 +803,7 @@ class SecretHarness:
 
     def __post_init__(self) -> None:
         self.ages = LastSyncAges(self.clock)
+        self.cache = LaggingCache(self.kube)
         self.reconciler = BasetenSecretReconciler(
             SecretDependencies(
                 kube=self.kube,
@@ -793,7 +811,7 @@ class SecretHarness:
                 recorder=self.recorder,
                 clock=self.clock,
                 timing=self.timing,
-                crs=Cache(self.kube),
+                crs=self.cache,
                 secrets=self.secrets,
                 claimants=lambda name: [
                     obj for obj in self.kube.objects.values() if name in secret_claim_index(obj)

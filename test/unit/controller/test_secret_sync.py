@@ -135,3 +135,16 @@ def test_a_failed_write_is_failed_and_retried(sh: Any) -> None:
     assert "fingerprint" not in sh.status()
     sh.run()
     assert sh.status()["state"] == "SYNCED"
+
+
+def test_a_pass_on_a_lagging_cache_writes_nothing(sh: Any) -> None:
+    """The informer has not yet delivered the last pass's status (its fingerprint): the
+    pass that reads the older copy must not write the value a second time."""
+    sh.secrets.put("hf", {"token": VALUE})
+    sh.create()
+    sh.cache.lag()
+    sh.run()
+    assert len(sh.upserts()) == 1
+    result = sh.run()  # the same older copy: "never written", so it would write again
+    assert len(sh.upserts()) == 1
+    assert result.requeue
