@@ -230,7 +230,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_plan_arguments(plan)
     add_sandbox_command(commands)
-    commands.add_parser("crd", help="print the BasetenModel CustomResourceDefinition (YAML)")
+    commands.add_parser(
+        "crd", help="print the BasetenModel and BasetenSecret CustomResourceDefinitions (YAML)"
+    )
     return parser
 
 
@@ -256,9 +258,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return run_sandbox(args)
     if args.command == "crd":
-        from baseten_operator.api.crd import crd_yaml
+        from baseten_operator.api.crds import all_crds_yaml
 
-        sys.stdout.write(crd_yaml())
+        sys.stdout.write(all_crds_yaml())
         return 0
     raise AssertionError(f"unhandled command {args.command}")
 

@@ -14,6 +14,9 @@ from baseten_operator.baseten.client import API_KEY_ENV, DEFAULT_TIMEOUT, Basete
 from baseten_operator.baseten.errors import ConfigError
 from baseten_operator.baseten.pool import BasetenClientPool, MakeClient
 from baseten_operator.config import OperatorOptions
+from baseten_operator.controller.secret_context import OperatorIdentity
+from baseten_operator.controller.secret_fingerprint import fingerprint_key
+from baseten_operator.controller.secret_setup import setup_secrets_with_manager, shared_wiring
 from baseten_operator.controller.setup import (
     enqueue_push_outcome,
     setup_with_manager,
@@ -64,6 +67,18 @@ def remote_url(api_base_url: str) -> str:
 def operator_namespace() -> str:
     """The namespace the operator runs in (its Lease's default, its API key Secrets')."""
     return os.environ.get("POD_NAMESPACE") or "default"
+
+
+# The ServiceAccount the manifests give the operator (config/rbac, the chart's default).
+DEFAULT_SERVICE_ACCOUNT = "baseten-operator-controller-manager"
+
+
+def operator_identity() -> OperatorIdentity:
+    """Who a namespace grants Secret reads to, when the API server's refusal does not say
+    (SERVICE_ACCOUNT_NAME, set by the Deployment, else the manifests' name)."""
+    return OperatorIdentity(
+        operator_namespace(), os.environ.get("SERVICE_ACCOUNT_NAME") or DEFAULT_SERVICE_ACCOUNT
+    )
 
 
 def client_factory(
@@ -163,9 +178,27 @@ def build_operator(
         queue=queue,
         max_concurrent_reconciles=options.max_concurrent_reconciles,
     )
+    secret_controller = setup_secrets_with_manager(
+        manager,
+        wiring=shared_wiring(
+            manager,
+            controller,
+            pool=pool,
+            operator_namespace=operator_namespace(),
+            require_namespace_policy=options.require_namespace_policy,
+        ),
+        kube=writer,
+        recorder=recorder,
+        clock=clock,
+        timing=timing,
+        fingerprint_key=fingerprint_key(api_key),
+        identity=operator_identity(),
+    )
     stuck_after = STUCK_PASS_DEADLINES * options.baseten_timeout
     manager.add_liveness_check(
-        "workers-responsive", lambda: controller.longest_running_pass() <= stuck_after
+        "workers-responsive",
+        lambda: max(controller.longest_running_pass(), secret_controller.longest_running_pass())
+        <= stuck_after,
     )
     return manager
 

@@ -1,8 +1,9 @@
-"""`make manifests`: write the BasetenModel CRD generated from the API types, and the copies.
+"""`make manifests`: write the CRDs generated from the API types, and the copies.
 
-Writes config/crd/bases/models.baseten.com_basetenmodels.yaml and config/crd/kustomization.yaml,
+Writes config/crd/bases/models.baseten.com_basetenmodels.yaml,
+config/crd/bases/models.baseten.com_basetensecrets.yaml and config/crd/kustomization.yaml,
 and keeps the Helm chart (deploy/charts/baseten-operator) in step: its version and appVersion
-are the project's (pyproject.toml), and its files/ hold copies of the CRD, the manager's RBAC
+are the project's (pyproject.toml), and its files/ hold copies of the CRDs, the manager's RBAC
 rules (config/rbac/role.yaml) and the monitoring of deploy/monitoring, since a chart's
 templates can read only files inside the chart. The sandbox's samples
 (baseten_operator/sandbox/samples, package data: an installed sandbox has no checkout) are a
@@ -20,10 +21,20 @@ import tomllib
 from pathlib import Path
 
 from baseten_operator.api.crd import CRD_NAME, GENERATED_HEADER, manifest_text
+from baseten_operator.api.secret_crd import SECRET_CRD_NAME, secret_manifest_text
 
 REPO = Path(__file__).resolve().parent.parent
 CRD_DIR = REPO / "config" / "crd"
-CRD_FILE = f"{CRD_NAME.split('.', 1)[1]}_{CRD_NAME.split('.', 1)[0]}.yaml"
+
+
+def crd_file(crd_name: str) -> str:
+    """`plural.group` -> `group_plural.yaml`, kubebuilder's file name."""
+    plural, group = crd_name.split(".", 1)
+    return f"{group}_{plural}.yaml"
+
+
+CRD_FILE = crd_file(CRD_NAME)
+SECRET_CRD_FILE = crd_file(SECRET_CRD_NAME)
 CHART_DIR = REPO / "deploy" / "charts" / "baseten-operator"
 # Chart file -> the repository file it copies.
 CHART_COPIES = {
@@ -36,7 +47,7 @@ PACKAGED_SAMPLES_DIR = REPO / "baseten_operator" / "sandbox" / "samples"
 
 
 def kustomization_text() -> str:
-    return f"{GENERATED_HEADER}resources:\n  - bases/{CRD_FILE}\n"
+    return f"{GENERATED_HEADER}resources:\n  - bases/{CRD_FILE}\n  - bases/{SECRET_CRD_FILE}\n"
 
 
 def project_version() -> str:
@@ -54,11 +65,14 @@ def chart_yaml_text() -> str:
 
 def expected_files() -> dict[Path, str]:
     crd = manifest_text()
+    secret_crd = secret_manifest_text()
     files = {
         CRD_DIR / "bases" / CRD_FILE: crd,
+        CRD_DIR / "bases" / SECRET_CRD_FILE: secret_crd,
         CRD_DIR / "kustomization.yaml": kustomization_text(),
         CHART_DIR / "Chart.yaml": chart_yaml_text(),
         CHART_DIR / "files" / "basetenmodel-crd.yaml": crd,
+        CHART_DIR / "files" / "basetensecret-crd.yaml": secret_crd,
     }
     for name, source in CHART_COPIES.items():
         files[CHART_DIR / name] = source.read_text()

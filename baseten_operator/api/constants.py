@@ -1,4 +1,5 @@
-"""Names and words of the BasetenModel API (docs/contract.md sections 1, 2 and 10)."""
+"""Names and words of the API: BasetenModel (docs/contract.md sections 1, 2 and 10) and
+BasetenSecret (docs/contract.md section 13)."""
 
 from __future__ import annotations
 
@@ -21,11 +22,39 @@ FINALIZER = "models.baseten.com/finalizer"
 # Plain data: naming the resource does not import the kube client (runtime/resource.py).
 BASETENMODELS = Resource(GROUP, VERSION, PLURAL, KIND, namespaced=True)
 
+SECRET_KIND = "BasetenSecret"
+SECRET_LIST_KIND = "BasetenSecretList"
+SECRET_PLURAL = "basetensecrets"
+SECRET_SINGULAR = "basetensecret"
+SECRET_SHORT_NAME = "bsec"
+BASETENSECRETS = Resource(GROUP, VERSION, SECRET_PLURAL, SECRET_KIND, namespaced=True)
+# The ClusterRole a namespace binds to the operator's ServiceAccount to let it read Secrets.
+SECRET_READER_CLUSTER_ROLE = "baseten-operator-secret-reader"
+
 
 class Mode(StrEnum):
     RECONCILE = "Reconcile"
     OBSERVE = "Observe"
     PAUSE = "Pause"
+
+
+class SecretDeletionPolicy(StrEnum):
+    RETAIN = "Retain"
+    DELETE = "Delete"
+
+
+class SecretState(StrEnum):
+    """status.state of a BasetenSecret (docs/contract.md section 13)."""
+
+    SYNCED = "SYNCED"
+    # Observe only: the value in Kubernetes is not (known to be) the one in Baseten.
+    OUT_OF_SYNC = "OUT_OF_SYNC"
+    WAITING_FOR_SECRET = "WAITING_FOR_SECRET"
+    FORBIDDEN = "FORBIDDEN"
+    CONFLICT = "CONFLICT"
+    FAILED = "FAILED"
+    PAUSED = "PAUSED"
+    DELETE_BLOCKED = "DELETE_BLOCKED"
 
 
 class DeletionPolicy(StrEnum):
@@ -156,6 +185,11 @@ class EventReason(StrEnum):
     MODEL_DELETE_FAILED = "ModelDeleteFailed"
     ENVIRONMENT_CONFLICT = "EnvironmentConflict"
     POLICY_VIOLATION = "PolicyViolation"
+    # BasetenSecret
+    SECRET_SYNCED = "SecretSynced"
+    SECRET_DELETED = "SecretDeleted"
+    SECRET_SYNC_FAILED = "SecretSyncFailed"
+    SECRET_DELETE_BLOCKED = "SecretDeleteBlocked"
 
 
 WARNING_REASONS = frozenset(
@@ -178,6 +212,8 @@ WARNING_REASONS = frozenset(
         EventReason.MODEL_DELETE_FAILED,
         EventReason.ENVIRONMENT_CONFLICT,
         EventReason.POLICY_VIOLATION,
+        EventReason.SECRET_SYNC_FAILED,
+        EventReason.SECRET_DELETE_BLOCKED,
     }
 )
 

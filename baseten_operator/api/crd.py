@@ -129,18 +129,40 @@ _NULL = {"type": "null"}
 
 def build_crd() -> dict[str, Any]:
     """The apiextensions.k8s.io/v1 CustomResourceDefinition of BasetenModel."""
+    return custom_resource_definition(
+        kind=constants.KIND,
+        list_kind=constants.LIST_KIND,
+        plural=constants.PLURAL,
+        singular=constants.SINGULAR,
+        short_name=constants.SHORT_NAME,
+        printer_columns=PRINTER_COLUMNS,
+        schema=root_schema(),
+    )
+
+
+def custom_resource_definition(
+    *,
+    kind: str,
+    list_kind: str,
+    plural: str,
+    singular: str,
+    short_name: str,
+    printer_columns: list[dict[str, Any]],
+    schema: JsonSchema,
+) -> dict[str, Any]:
+    """A namespaced kind of the group, one served and stored version with a status."""
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
-        "metadata": {"name": CRD_NAME},
+        "metadata": {"name": f"{plural}.{constants.GROUP}"},
         "spec": {
             "group": constants.GROUP,
             "names": {
-                "kind": constants.KIND,
-                "listKind": constants.LIST_KIND,
-                "plural": constants.PLURAL,
-                "singular": constants.SINGULAR,
-                "shortNames": [constants.SHORT_NAME],
+                "kind": kind,
+                "listKind": list_kind,
+                "plural": plural,
+                "singular": singular,
+                "shortNames": [short_name],
                 "categories": CATEGORIES,
             },
             "scope": "Namespaced",
@@ -150,17 +172,21 @@ def build_crd() -> dict[str, Any]:
                     "served": True,
                     "storage": True,
                     "subresources": {"status": {}},
-                    "additionalPrinterColumns": PRINTER_COLUMNS,
-                    "schema": {"openAPIV3Schema": root_schema()},
+                    "additionalPrinterColumns": printer_columns,
+                    "schema": {"openAPIV3Schema": schema},
                 }
             ],
         },
     }
 
 
+def as_yaml(document: dict[str, Any]) -> str:
+    return yaml.safe_dump(document, sort_keys=True, default_flow_style=False, width=100)
+
+
 def crd_yaml() -> str:
     """The CRD as YAML: what `baseten-operator crd` prints."""
-    return yaml.safe_dump(build_crd(), sort_keys=True, default_flow_style=False, width=100)
+    return as_yaml(build_crd())
 
 
 def manifest_text() -> str:
@@ -169,9 +195,17 @@ def manifest_text() -> str:
 
 
 def root_schema() -> JsonSchema:
+    return object_schema(
+        "BasetenModel declares the desired state of a Baseten model in one environment.",
+        spec_schema(),
+        status_schema(),
+    )
+
+
+def object_schema(description: str, spec: JsonSchema, status: JsonSchema) -> JsonSchema:
+    """A custom resource's schema: its type and metadata, a required spec, a status."""
     return {
-        "description": "BasetenModel declares the desired state of a Baseten model in one "
-        "environment.",
+        "description": description,
         "type": "object",
         "required": ["spec"],
         "properties": {
@@ -184,8 +218,8 @@ def root_schema() -> JsonSchema:
                 "type": "string",
             },
             "metadata": {"type": "object"},
-            "spec": spec_schema(),
-            "status": status_schema(),
+            "spec": spec,
+            "status": status,
         },
     }
 
@@ -210,10 +244,15 @@ def spec_schema() -> JsonSchema:
 
 
 def status_schema() -> JsonSchema:
-    schema = structural_schema(BasetenModelStatus)
-    schema["description"] = "What the operator last observed and did."
+    return status_with_conditions(BasetenModelStatus, "What the operator last observed and did.")
+
+
+def status_with_conditions(model: type[BaseModel], description: str) -> JsonSchema:
+    """A status schema whose `conditions` are keyed by type: server-side apply merges them
+    one by one."""
+    schema = structural_schema(model)
+    schema["description"] = description
     conditions = schema["properties"]["conditions"]
-    # Conditions are keyed by type: server-side apply merges them one by one.
     conditions["x-kubernetes-list-type"] = "map"
     conditions["x-kubernetes-list-map-keys"] = ["type"]
     return schema

@@ -533,7 +533,19 @@ class PromotionProgress(ApiModel):
     )
 
 
-class BasetenModelStatus(ApiModel):
+class ConditionedStatus(ApiModel):
+    """What every kind's status has: the generation it was computed from, and the Ready,
+    Progressing, Reconciling and Stalled conditions (docs/contract.md section 2)."""
+
+    observed_generation: int | None = Field(
+        default=None, description="metadata.generation last reconciled."
+    )
+    conditions: list[Condition] | None = Field(
+        default=None, description="Ready, Progressing, Reconciling and Stalled."
+    )
+
+
+class BasetenModelStatus(ConditionedStatus):
     model_id: str | None = Field(
         max_length=NAME_MAX, default=None, alias="modelID", description="Baseten model ID."
     )
@@ -615,12 +627,6 @@ class BasetenModelStatus(ApiModel):
     )
     instance_type: str | None = Field(
         max_length=NAME_MAX, default=None, description="The environment's instance type."
-    )
-    observed_generation: int | None = Field(
-        default=None, description="metadata.generation last reconciled."
-    )
-    conditions: list[Condition] | None = Field(
-        default=None, description="Ready, Progressing, Reconciling and Stalled."
     )
 
 

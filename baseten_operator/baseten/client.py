@@ -13,10 +13,13 @@ import random
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
+from pydantic import SecretStr
+
 from baseten_operator.baseten.connections import Connect, Connections
 from baseten_operator.baseten.errors import (
     AmbiguousDeploymentName,
     AmbiguousModelName,
+    BasetenAPIError,
     ConfigError,
 )
 from baseten_operator.baseten.models import (
@@ -30,6 +33,9 @@ from baseten_operator.baseten.models import (
     ModelList,
     ModelV1,
     RetryResult,
+    SecretList,
+    SecretTombstone,
+    SecretV1,
     SettingsUpdateAck,
     SuccessAck,
     TeamList,
@@ -82,6 +88,17 @@ UPDATE_ENVIRONMENT = Endpoint("PATCH", _ENVIRONMENT, idempotent=True)
 PROMOTE = Endpoint("POST", _ENVIRONMENT + "/promote", idempotent=False)
 # Not repeated blindly either: a second cancel must be a decision, not a retry.
 CANCEL_PROMOTION = Endpoint("POST", _ENVIRONMENT + "/cancel_promotion", idempotent=False)
+
+# Secrets: the workspace's (the caller's primary team) and a team's. An upsert is a POST:
+# repeated only when it cannot have been sent, as every POST.
+_SECRETS = "/secrets"
+_TEAM_SECRETS = "/teams/{team_id}/secrets"
+LIST_SECRETS = Endpoint("GET", _SECRETS, idempotent=True)
+UPSERT_SECRET = Endpoint("POST", _SECRETS, idempotent=False)
+DELETE_SECRET = Endpoint("DELETE", _SECRETS + "/{secret_name}", idempotent=True)
+LIST_TEAM_SECRETS = Endpoint("GET", _TEAM_SECRETS, idempotent=True)
+UPSERT_TEAM_SECRET = Endpoint("POST", _TEAM_SECRETS, idempotent=False)
+DELETE_TEAM_SECRET = Endpoint("DELETE", _TEAM_SECRETS + "/{secret_name}", idempotent=True)
 
 A = TypeVar("A", bound=Ack)
 
@@ -209,6 +226,49 @@ class BasetenClient:
         query = {"name": name} if name is not None else None
         path = {"team_id": team_id}
         return self._transport.call(LIST_TEAM_MODELS, path, ModelList, query=query).models
+
+    # --- secrets ---------------------------------------------------------------------------
+
+    def list_secrets(self) -> list[SecretV1]:
+        """The names of the caller's primary team's secrets (values are never returned)."""
+        return self._list_secrets(LIST_SECRETS, {})
+
+    def upsert_secret(self, name: str, value: SecretStr) -> SecretV1:
+        """Create the secret or give it a new value; its id stays the same."""
+        return self._upsert_secret(UPSERT_SECRET, {}, name, value)
+
+    def delete_secret(self, name: str) -> bool:
+        """True when deleted, False when there was none of that name (404)."""
+        return self._delete_secret(DELETE_SECRET, {"secret_name": name})
+
+    def list_team_secrets(self, team_id: str) -> list[SecretV1]:
+        return self._list_secrets(LIST_TEAM_SECRETS, {"team_id": team_id})
+
+    def upsert_team_secret(self, team_id: str, name: str, value: SecretStr) -> SecretV1:
+        return self._upsert_secret(UPSERT_TEAM_SECRET, {"team_id": team_id}, name, value)
+
+    def delete_team_secret(self, team_id: str, name: str) -> bool:
+        path = {"team_id": team_id, "secret_name": name}
+        return self._delete_secret(DELETE_TEAM_SECRET, path)
+
+    def _list_secrets(self, endpoint: Endpoint, path: Mapping[str, str]) -> list[SecretV1]:
+        return self._transport.call(endpoint, path, SecretList).secrets
+
+    def _upsert_secret(
+        self, endpoint: Endpoint, path: Mapping[str, str], name: str, value: SecretStr
+    ) -> SecretV1:
+        # The one place the value is unwrapped: the request body. No error shows it.
+        body = {"name": name, "value": value.get_secret_value()}
+        return self._transport.call(endpoint, path, SecretV1, body=body, conceal=value)
+
+    def _delete_secret(self, endpoint: Endpoint, path: Mapping[str, str]) -> bool:
+        try:
+            self._acknowledged(endpoint, path, SecretTombstone)
+        except BasetenAPIError as error:
+            if error.is_not_found:
+                return False
+            raise
+        return True
 
     # --- deployments ----------------------------------------------------------------------
 

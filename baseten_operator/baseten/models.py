@@ -242,3 +242,26 @@ class TeamV1(ApiResponse):
 
 class TeamList(ApiResponse):
     teams: list[TeamV1]
+
+
+class SecretV1(ApiResponse):
+    """A secret as Baseten lists it: names only, never a value. `id` stays the same across
+    a rotation."""
+
+    id: str
+    name: str
+    created_at: Timestamp = None
+    team_name: str | None = None
+
+
+class SecretList(ApiResponse):
+    secrets: list[SecretV1]
+
+
+class SecretTombstone(Ack):
+    """SecretTombstoneV1: the deleted secret's name."""
+
+    name: str | None = None
+
+    def positive(self) -> bool:
+        return bool(self.name)

@@ -1,5 +1,5 @@
 """Baseten teams (docs/baseten-api.md): the team lookup and a
-client view whose model lookups stay inside one team.
+client view whose model lookups and secrets stay inside one team.
 
 Model names are unique per team only, so a namespace bound to a team must resolve its
 models through `GET /v1/teams/{team_id}/models?name=` and never through the
@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from pydantic import SecretStr
+
 from baseten_operator.baseten.errors import AmbiguousModelName, BasetenAPIError
-from baseten_operator.baseten.models import ModelV1, TeamV1
+from baseten_operator.baseten.models import ModelV1, SecretV1, TeamV1
 
 
 class TeamNotFound(BasetenAPIError):
@@ -32,10 +34,16 @@ class TeamDirectory(Protocol):
 
     def list_team_models(self, team_id: str, name: str | None = None, /) -> list[ModelV1]: ...
 
+    def list_team_secrets(self, team_id: str, /) -> list[SecretV1]: ...
+
+    def upsert_team_secret(self, team_id: str, name: str, value: SecretStr, /) -> SecretV1: ...
+
+    def delete_team_secret(self, team_id: str, name: str, /) -> bool: ...
+
 
 class TeamScopedClient:
-    """A BasetenClient whose model lookups go through one team; every other call is the
-    client's own (model IDs are global, so calls on an ID need no team)."""
+    """A BasetenClient whose model lookups and secrets go through one team; every other
+    call is the client's own (model IDs are global, so calls on an ID need no team)."""
 
     def __init__(self, client: TeamDirectory, team: str) -> None:
         self._client = client
@@ -67,3 +75,12 @@ class TeamScopedClient:
         if len(matches) > 1:
             raise AmbiguousModelName(name, [m.id for m in matches])
         return matches[0] if matches else None
+
+    def list_secrets(self) -> list[SecretV1]:
+        return self._client.list_team_secrets(self.team_id())
+
+    def upsert_secret(self, name: str, value: SecretStr) -> SecretV1:
+        return self._client.upsert_team_secret(self.team_id(), name, value)
+
+    def delete_secret(self, name: str) -> bool:
+        return self._client.delete_team_secret(self.team_id(), name)

@@ -36,7 +36,7 @@ from urllib.parse import quote, urlencode, urlsplit
 import requests
 import structlog
 from prometheus_client import Counter, Histogram
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, SecretStr, ValidationError
 from urllib3.exceptions import MaxRetryError, NewConnectionError
 
 from baseten_operator.baseten.connections import HttpSender
@@ -50,7 +50,7 @@ from baseten_operator.baseten.metrics import (
 from baseten_operator.baseten.ratelimit import EndpointRateLimiter, Limit
 from baseten_operator.runtime.clock import Clock
 from baseten_operator.runtime.fence import WriteFence
-from baseten_operator.runtime.logging import mask_secret
+from baseten_operator.runtime.logging import MIN_SECRET_LENGTH, mask_secret
 from baseten_operator.runtime.pools import never_sent
 
 log = structlog.get_logger(__name__)
@@ -62,6 +62,9 @@ DEFAULT_LIMIT = Limit(100, 1.0)
 # Error messages end up in CR status; keep them readable.
 _MAX_MESSAGE_CHARS = 300
 _REDACTED = "[REDACTED]"
+# What an error says instead of a server's text that contains a value too short to mask
+# (a one-letter secret would mask every such letter): better no text than the value.
+_WITHHELD = "answer withheld: it may quote the secret value sent"
 # An Authorization header echoed in text (e.g. a dumped request): keep the scheme, drop the value.
 _AUTH_HEADER_VALUE = re.compile(
     r"(?i)(authorization['\"]?\s*[:=]\s*['\"]?(?:bearer|api-key)\s+)[^\s'\",}]+"
@@ -243,8 +246,11 @@ class Transport:
         *,
         query: Mapping[str, str] | None = None,
         body: Mapping[str, Any] | None = None,
+        conceal: SecretStr | None = None,
     ) -> T:
-        response = self._send(endpoint, path, query, body)
+        """`conceal`: a value the body carries that no error may show (a secret's), masked
+        as the API key is."""
+        response = self._send(endpoint, path, query, body, conceal)
         try:
             # pydantic parses the JSON itself, in one pass (about half the CPU of
             # json.loads followed by validation of the Python objects). It reads UTF-8
@@ -265,6 +271,7 @@ class Transport:
         path: Mapping[str, str],
         query: Mapping[str, str] | None,
         body: Mapping[str, Any] | None,
+        conceal: SecretStr | None = None,
     ) -> requests.Response:
         """Send with throttling and retries; return a 2xx response or raise BasetenAPIError.
 
@@ -307,7 +314,7 @@ class Transport:
                 if cut.expired:
                     raise self._deadline_exceeded(endpoint) from None
                 # `from None`: the library's exception text may carry request details.
-                error = BasetenAPIError(0, self._connection_message(endpoint, exc))
+                error = BasetenAPIError(0, self._connection_message(endpoint, exc, conceal))
                 safe_to_repeat = endpoint.idempotent or _failed_before_sending(exc)
                 if last_attempt or not safe_to_repeat:
                     raise error from None
@@ -317,7 +324,7 @@ class Transport:
             self._record(endpoint, str(status), started)
             if 200 <= status < 300:
                 return response
-            error = BasetenAPIError(status, self._safe(_server_message(response)))
+            error = BasetenAPIError(status, self._safe(_server_message(response), conceal))
             if status == 429:
                 error.retry_after = self._retry_after(response)
                 self._wait_out_rate_limit(endpoint, attempt, error, expires, last_attempt)
@@ -456,17 +463,27 @@ class Transport:
             ),
         )
 
-    def _connection_message(self, endpoint: Endpoint, exc: requests.RequestException) -> str:
+    def _connection_message(
+        self, endpoint: Endpoint, exc: requests.RequestException, conceal: SecretStr | None
+    ) -> str:
         kind = "timeout" if isinstance(exc, requests.Timeout) else "connection error"
         return self._safe(
-            f"{kind} on {endpoint.method} {endpoint.label}: {_failure_name(exc)}: {_detail(exc)}"
+            f"{kind} on {endpoint.method} {endpoint.label}: {_failure_name(exc)}: {_detail(exc)}",
+            conceal,
         )
 
-    def _safe(self, text: str) -> str:
-        """Text fit for an error: without the key (in any encoding) or an echoed auth header,
-        then shortened.
+    def _safe(self, text: str, conceal: SecretStr | None = None) -> str:
+        """Text fit for an error: without the key or the concealed value (in any encoding)
+        or an echoed auth header, then shortened.
 
-        Redaction comes first so truncation can never leave part of the key behind.
+        Redaction comes first so truncation can never leave part of a secret behind.
         """
         text = _AUTH_HEADER_VALUE.sub(lambda m: m.group(1) + _REDACTED, text)
-        return _shorten(mask_secret(text, self._api_key.value, _REDACTED))
+        text = mask_secret(text, self._api_key.value, _REDACTED)
+        if conceal is not None:
+            value = conceal.get_secret_value()
+            if len(value) < MIN_SECRET_LENGTH:
+                text = _WITHHELD if value and value in text else text
+            else:
+                text = mask_secret(text, value, _REDACTED)
+        return _shorten(text)

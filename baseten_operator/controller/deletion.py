@@ -24,6 +24,7 @@ from baseten_operator.controller.context import Pass
 from baseten_operator.controller.endings import RequeueAfter
 from baseten_operator.controller.ports import KubeAPI
 from baseten_operator.runtime.errors import NotFound
+from baseten_operator.runtime.resource import Resource
 
 log = structlog.get_logger(__name__)
 
@@ -34,13 +35,19 @@ def has_finalizer(obj: dict[str, Any]) -> bool:
 
 def set_finalizer(kube: KubeAPI, obj: dict[str, Any], present: bool) -> None:
     """Add or remove our finalizer, conditional on the version this pass read."""
+    set_finalizer_on(kube, BASETENMODELS, obj, present=present)
+
+
+def set_finalizer_on(kube: KubeAPI, res: Resource, obj: dict[str, Any], *, present: bool) -> None:
+    """Add or remove our finalizer on an object of any of our kinds, conditional on the
+    version this pass read."""
     meta = obj["metadata"]
     finalizers = [f for f in meta.get("finalizers") or [] if f != FINALIZER]
     if present:
         finalizers.append(FINALIZER)
     patch = {"metadata": {"finalizers": finalizers, "resourceVersion": meta["resourceVersion"]}}
     try:
-        kube.patch(BASETENMODELS, meta["name"], patch, meta.get("namespace"))
+        kube.patch(res, meta["name"], patch, meta.get("namespace"))
     except NotFound:
         if present:
             raise

@@ -412,6 +412,18 @@ def waiting_for_push_capacity(ap: str, name: str) -> str:
     return f"{ap}waiting for push capacity for {name}"
 
 
+WAITING_FOR_SECRETS = "waiting for secrets: "
+
+
+def waiting_for_secrets(ap: str, names: Sequence[str]) -> str:
+    """`names` sorted, comma-separated (the caller sorts them)."""
+    return f"{ap}{WAITING_FOR_SECRETS}{', '.join(names)}"
+
+
+def secrets_check_failed(ap: str, name: str, error: object) -> str:
+    return f"{ap}unable to check the Baseten secrets {name} needs: {error}"
+
+
 def push_started_event(model: str, name: str, *, creates_model: bool) -> str:
     if creates_model:
         return f"Creating model '{model}' and deployment '{name}' via truss push"

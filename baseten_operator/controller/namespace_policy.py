@@ -19,6 +19,8 @@ ALLOWED_MODELS = f"{GROUP}/allowed-models"
 ALLOWED_DELETION_POLICIES = f"{GROUP}/allowed-deletion-policies"
 TEAM = f"{GROUP}/team"
 API_KEY_SECRET = f"{GROUP}/api-key-secret"
+# Prefixes of the Baseten secret names a namespace's BasetenSecrets may write.
+ALLOWED_SECRET_PREFIXES = f"{GROUP}/allowed-secret-prefixes"
 API_KEY_SECRET_KEY = "api-key"
 # What the message shows for an annotation that is required (--require-namespace-policy)
 # but absent.
@@ -43,19 +45,27 @@ class NamespacePolicy:
     allowed_deletion_policies: tuple[str, ...] | None = None
     team: str | None = None
     api_key_secret: str | None = None
+    allowed_secret_prefixes: tuple[str, ...] | None = None
     raw: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def from_namespace(cls, namespace: str, obj: dict[str, Any] | None) -> NamespacePolicy:
         """The policy in a Namespace's annotations (None: the Namespace is not cached)."""
         annotations = ((obj or {}).get("metadata") or {}).get("annotations") or {}
-        ours = (ALLOWED_MODELS, ALLOWED_DELETION_POLICIES, TEAM, API_KEY_SECRET)
+        ours = (
+            ALLOWED_MODELS,
+            ALLOWED_DELETION_POLICIES,
+            TEAM,
+            API_KEY_SECRET,
+            ALLOWED_SECRET_PREFIXES,
+        )
         return cls(
             namespace=namespace,
             allowed_models=_split(annotations.get(ALLOWED_MODELS)),
             allowed_deletion_policies=_split(annotations.get(ALLOWED_DELETION_POLICIES)),
             team=_text(annotations.get(TEAM)),
             api_key_secret=_text(annotations.get(API_KEY_SECRET)),
+            allowed_secret_prefixes=_split(annotations.get(ALLOWED_SECRET_PREFIXES)),
             raw=tuple((key, str(annotations[key])) for key in ours if key in annotations),
         )
 
@@ -78,6 +88,21 @@ class NamespacePolicy:
             return self._message(f"team '{spec.team}'", TEAM)
         return None
 
+    def secret_violation(
+        self, name: str, team: str | None, *, require_policy: bool = False
+    ) -> str | None:
+        """The status message of the first rule a BasetenSecret writing the Baseten secret
+        `name` (in `team`, its spec's) breaks; None if it breaks none."""
+        prefixes = self.allowed_secret_prefixes
+        if prefixes is None:
+            if require_policy:
+                return self._message(f"secret '{name}'", ALLOWED_SECRET_PREFIXES)
+        elif not any(name.startswith(prefix) for prefix in prefixes):
+            return self._message(f"secret '{name}'", ALLOWED_SECRET_PREFIXES)
+        if team and self.team and team != self.team:
+            return self._message(f"team '{team}'", TEAM)
+        return None
+
     def _message(self, what: str, annotation: str) -> str:
         return messages.policy_violation(
             what, self.namespace, annotation, self.annotation(annotation)
@@ -86,4 +111,9 @@ class NamespacePolicy:
 
 def effective_team(spec: BasetenModelSpec, policy: NamespacePolicy) -> str | None:
     """The Baseten team a CR's model lives in: the namespace's, else the CR's own."""
-    return policy.team or spec.team
+    return team_in(spec.team, policy)
+
+
+def team_in(own: str | None, policy: NamespacePolicy) -> str | None:
+    """The Baseten team of what a CR manages: its namespace's, else its own `spec.team`."""
+    return policy.team or own

@@ -18,6 +18,7 @@ that may change under a cached object, so the team is compared when the index is
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from baseten_operator.api.constants import CONFLICT, DELETE_BLOCKED, EventReason, Mode
@@ -50,7 +51,8 @@ def claim_index(obj: dict[str, Any]) -> list[str]:
     return [claim_value(model, env)]
 
 
-def _age(obj: dict[str, Any]) -> tuple[str, str, str]:
+def age(obj: dict[str, Any]) -> tuple[str, str, str]:
+    """Oldest first: creationTimestamp, then namespace/name."""
     meta = obj.get("metadata") or {}
     return (
         str(meta.get("creationTimestamp") or ""),
@@ -59,7 +61,7 @@ def _age(obj: dict[str, Any]) -> tuple[str, str, str]:
     )
 
 
-def _key(obj: dict[str, Any]) -> str:
+def object_key(obj: dict[str, Any]) -> str:
     meta = obj["metadata"]
     return f"{meta.get('namespace') or ''}/{meta['name']}"
 
@@ -79,26 +81,38 @@ def _allowed_team(tenancy: Tenancy, obj: dict[str, Any]) -> tuple[bool, str | No
 
 
 def owner_of(tenancy: Tenancy, obj: dict[str, Any], spec: BasetenModelSpec) -> dict[str, Any]:
-    """The CR that owns `obj`'s (team, model, environment); `obj` itself when it does.
+    """The CR that owns `obj`'s (team, model, environment); `obj` itself when it does."""
+    return oldest_owner(
+        obj,
+        tenancy.claimants(claim_value(spec.model_name, spec.environment.name)),
+        lambda claimant: _allowed_team(tenancy, claimant),
+        tenancy.team_of(obj["metadata"].get("namespace") or "", spec),
+    )
+
+
+def oldest_owner(
+    obj: dict[str, Any],
+    claimants: list[dict[str, Any]],
+    allowed_team: Callable[[dict[str, Any]], tuple[bool, str | None]],
+    team: str | None,
+) -> dict[str, Any]:
+    """Of the CRs claiming what `obj` (in `team`) claims, the one that owns it for `obj`;
+    `obj` itself when it does.
 
     Only older claimants decide it: taken oldest first, each becomes an owner unless an
-    owner before it may share its team.
+    owner before it may share its team; `allowed_team` says whether a claimant's namespace
+    policy allows it (a refused CR manages nothing) and its team.
     """
-    me, my_age = _key(obj), _age(obj)
+    me, my_age = object_key(obj), age(obj)
     older = sorted(
-        (
-            other
-            for other in tenancy.claimants(claim_value(spec.model_name, spec.environment.name))
-            if _key(other) != me and _age(other) < my_age
-        ),
-        key=_age,
+        (other for other in claimants if object_key(other) != me and age(other) < my_age),
+        key=age,
     )
     owners: list[tuple[dict[str, Any], str | None]] = []
     for claimant in older:
-        allowed, team = _allowed_team(tenancy, claimant)
-        if allowed and not any(teams_may_match(team, taken) for _, taken in owners):
-            owners.append((claimant, team))
-    team = tenancy.team_of(obj["metadata"].get("namespace") or "", spec)
+        allowed, claimant_team = allowed_team(claimant)
+        if allowed and not any(teams_may_match(claimant_team, taken) for _, taken in owners):
+            owners.append((claimant, claimant_team))
     return next((owner for owner, taken in owners if teams_may_match(team, taken)), obj)
 
 
@@ -107,9 +121,9 @@ def ensure_owner(p: Pass, tenancy: Tenancy) -> None:
     if p.spec.effective_mode == Mode.OBSERVE:
         return
     owner = owner_of(tenancy, p.obj, p.spec)
-    if owner is p.obj or _key(owner) == p.key:
+    if owner is p.obj or object_key(owner) == p.key:
         return
-    message = messages.environment_conflict(p.env, p.spec.model_name, _key(owner))
+    message = messages.environment_conflict(p.env, p.spec.model_name, object_key(owner))
     p.enter(CONFLICT, message, EventReason.ENVIRONMENT_CONFLICT)
     raise AwaitChange()  # the claim watch wakes it when the owner goes or moves
 
@@ -122,17 +136,17 @@ def ensure_not_shared(p: Pass, tenancy: Tenancy) -> None:
         (
             other
             for other in p.deps.siblings(p.spec.model_name)
-            if _key(other) != p.key
+            if object_key(other) != p.key
             and not other["metadata"].get("deletionTimestamp")
             and _shares_team(tenancy, team, other)
         ),
-        key=_age,
+        key=age,
     )
     if not others:
         return
     other = others[0]
     env = ((other.get("spec") or {}).get("environment") or {}).get("name") or ""
-    message = messages.delete_shared(p.spec.model_name, _key(other), env)
+    message = messages.delete_shared(p.spec.model_name, object_key(other), env)
     p.enter(DELETE_BLOCKED, message, EventReason.MODEL_DELETE_BLOCKED)
     raise RequeueAfter(p.deps.timing.delete_blocked)
 
@@ -152,7 +166,7 @@ def requests_for_claims(claimants: ClaimLookup, objs: list[dict[str, Any]]) -> l
     for obj in objs:
         for value in claim_index(obj) or _former_claim(obj):
             for other in claimants(value):
-                requests.setdefault(_key(other), Request.for_object(other))
+                requests.setdefault(object_key(other), Request.for_object(other))
     return list(requests.values())
 
 

@@ -18,12 +18,15 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
+from pydantic import SecretStr
+
 from baseten_operator.baseten.models import (
     CancelPromotionAck,
     DeploymentV1,
     EnvironmentV1,
     ModelV1,
     RetryResult,
+    SecretV1,
 )
 from baseten_operator.baseten.teams import TeamDirectory
 from baseten_operator.runtime.recorder import Recorder
@@ -119,6 +122,14 @@ class BasetenAPI(Protocol):
     ) -> DeploymentV1: ...
 
     def cancel_promotion(self, model_id: str, env_name: str, /) -> CancelPromotionAck: ...
+
+    # --- secrets (the workspace's, or a team view's team's) ----------------------------
+
+    def list_secrets(self, /) -> list[SecretV1]: ...
+
+    def upsert_secret(self, name: str, value: SecretStr, /) -> SecretV1: ...
+
+    def delete_secret(self, name: str, /) -> bool: ...
 
 
 class KeyedBasetenAPI(BasetenAPI, TeamDirectory, Protocol):

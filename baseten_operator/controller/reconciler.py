@@ -9,10 +9,10 @@ end, and only if it changed.
 
 from __future__ import annotations
 
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 import structlog
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from baseten_operator.api.constants import FAILED, PAUSED, EventReason, Mode
 from baseten_operator.api.types import BasetenModelSpec
@@ -49,11 +49,18 @@ from baseten_operator.runtime.controller import Request, Result, TerminalError
 
 log = structlog.get_logger(__name__)
 
+SpecT = TypeVar("SpecT", bound=BaseModel)
+
 
 def parse_spec(obj: dict[str, Any]) -> tuple[BasetenModelSpec | None, list[str]]:
     """The spec, or the problems that make it invalid, each naming its field."""
+    return parse_spec_as(BasetenModelSpec, obj)
+
+
+def parse_spec_as(kind: type[SpecT], obj: dict[str, Any]) -> tuple[SpecT | None, list[str]]:
+    """A kind's spec, or the problems that make it invalid, each naming its field."""
     try:
-        return BasetenModelSpec.model_validate(obj.get("spec") or {}), []
+        return kind.model_validate(obj.get("spec") or {}), []
     except ValidationError as error:
         problems = []
         for detail in error.errors():

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import copy
 import re
-from typing import Any, Literal
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar, Generic, Literal, TypeVar
 
 import structlog
 
@@ -34,14 +35,18 @@ from baseten_operator.api.types import (
     CONDITION_REASON_PATTERN,
     BasetenModelStatus,
     Condition,
+    ConditionedStatus,
     to_wire,
 )
 from baseten_operator.controller.ports import KubeAPI
 from baseten_operator.runtime.clock import Clock, rfc3339
 from baseten_operator.runtime.errors import Conflict, NotFound
+from baseten_operator.runtime.resource import Resource
 from baseten_operator.runtime.text import cut
 
 log = structlog.get_logger(__name__)
+
+StatusT = TypeVar("StatusT", bound=ConditionedStatus)
 
 
 class StaleRead(Exception):
@@ -97,11 +102,14 @@ def _readable(key: str, value: Any) -> bool:
 def condition(
     type_: str,
     is_true: bool,
-    status: BasetenModelStatus,
+    word: str | None,
+    message: str | None,
     generation: int | None,
     previous: Condition | None,
     now: str,
 ) -> Condition:
+    """One condition: its reason the status word (`deploymentStatus`, a BasetenSecret's
+    `state`), its message the status message; its transition time kept while it holds."""
     value: Literal["True", "False"] = "True" if is_true else "False"
     unchanged = previous is not None and previous.status == value
     return Condition(
@@ -109,9 +117,20 @@ def condition(
         status=value,
         observed_generation=generation,
         last_transition_time=previous.last_transition_time if previous and unchanged else now,
-        reason=_reason(status.deployment_status),
-        message=status.message or "",
+        reason=_reason(word),
+        message=message or "",
     )
+
+
+def kstatus_truths(*, ready: bool, progressing: bool, stalled: bool) -> dict[str, bool]:
+    """Ready and Progressing, and kstatus's Reconciling (any work, retry or wait that goes
+    on by itself) and Stalled (nothing moves on without a change)."""
+    return {
+        CONDITION_READY: ready,
+        CONDITION_PROGRESSING: progressing,
+        CONDITION_RECONCILING: not (ready or stalled),
+        CONDITION_STALLED: stalled,
+    }
 
 
 def _reason(word: str | None) -> str:
@@ -134,30 +153,38 @@ def with_conditions(
     # changed; a deep copy was most of a steady pass's status work.
     rendered = status.model_copy()
     rendered.observed_generation = generation
-    ready = word in READY_STATUSES
-    truths = {
-        CONDITION_READY: ready,
-        CONDITION_PROGRESSING: word in PROGRESSING_STATUSES,
-        # Under way: any work, retry or wait that goes on by itself.
-        CONDITION_RECONCILING: not (ready or stalled),
-        CONDITION_STALLED: stalled,
-    }
+    truths = kstatus_truths(
+        ready=word in READY_STATUSES, progressing=word in PROGRESSING_STATUSES, stalled=stalled
+    )
     rendered.conditions = [
-        condition(type_, is_true, status, generation, previous.get(type_), now)
+        condition(type_, is_true, word, status.message, generation, previous.get(type_), now)
         for type_, is_true in truths.items()
     ]
     return rendered
 
 
-class StatusWriter:
-    """The status of one object during one pass, and the two writes that persist it."""
+class ObjectStatusWriter(ABC, Generic[StatusT]):
+    """The status of one object during one pass, and the two writes that persist it.
+
+    A kind supplies its resource, how its stored status is read and how a status is
+    rendered with its conditions; the writes are the same for every kind.
+    """
+
+    resource: ClassVar[Resource]
 
     def __init__(self, client: KubeAPI, obj: dict[str, Any], clock: Clock) -> None:
         self._client = client
         self._clock = clock
         self._obj = obj
-        self.status = parse_status(obj.get("status"))
+        self.status: StatusT = self._parse(obj.get("status"))
         self._stored = to_wire(self.status)
+
+    @abstractmethod
+    def _parse(self, raw: Any) -> StatusT: ...
+
+    @abstractmethod
+    def _render(self, generation: int | None, now: str, *, stalled: bool) -> StatusT:
+        """The status with observedGeneration and its conditions."""
 
     @property
     def generation(self) -> int | None:
@@ -183,9 +210,7 @@ class StatusWriter:
         self._persist(intent=False, stalled=stalled)
 
     def _persist(self, *, intent: bool, stalled: bool) -> None:
-        complete = with_conditions(
-            self.status, self.generation, rfc3339(self._clock), stalled=stalled
-        )
+        complete = self._render(self.generation, rfc3339(self._clock), stalled=stalled)
         rendered = to_wire(complete)
         if rendered == self._stored and not intent:
             return
@@ -199,7 +224,7 @@ class StatusWriter:
         body = copy.deepcopy(self._obj)
         body["status"] = rendered
         try:
-            self._obj = self._client.update_status(BASETENMODELS, body)
+            self._obj = self._client.update_status(self.resource, body)
         except NotFound as gone:
             if intent:
                 raise StaleRead(_name(self._obj)) from gone
@@ -212,7 +237,7 @@ class StatusWriter:
 
     def _reapply(self, rendered: dict[str, Any]) -> dict[str, Any]:
         meta = self._obj["metadata"]
-        fresh = self._client.get(BASETENMODELS, meta["name"], meta.get("namespace"))
+        fresh = self._client.get(self.resource, meta["name"], meta.get("namespace"))
         status = dict(fresh.get("status") or {})
         for key in set(rendered) | set(self._stored):
             if rendered.get(key) == self._stored.get(key):
@@ -222,12 +247,24 @@ class StatusWriter:
             else:
                 status.pop(key, None)
         fresh["status"] = status
-        return self._client.update_status(BASETENMODELS, fresh)
+        return self._client.update_status(self.resource, fresh)
 
     @property
     def obj(self) -> dict[str, Any]:
         """The object as last seen by this pass (after its own writes)."""
         return self._obj
+
+
+class StatusWriter(ObjectStatusWriter[BasetenModelStatus]):
+    """A BasetenModel's status (docs/contract.md section 2)."""
+
+    resource = BASETENMODELS
+
+    def _parse(self, raw: Any) -> BasetenModelStatus:
+        return parse_status(raw)
+
+    def _render(self, generation: int | None, now: str, *, stalled: bool) -> BasetenModelStatus:
+        return with_conditions(self.status, generation, now, stalled=stalled)
 
 
 def _name(obj: dict[str, Any]) -> str:

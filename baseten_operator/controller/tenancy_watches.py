@@ -18,6 +18,7 @@ from baseten_operator.baseten.pool import BasetenClientPool
 from baseten_operator.controller.namespace_policy import (
     ALLOWED_DELETION_POLICIES,
     ALLOWED_MODELS,
+    ALLOWED_SECRET_PREFIXES,
     API_KEY_SECRET,
     TEAM,
 )
@@ -28,7 +29,13 @@ from baseten_operator.runtime.informer import Informer
 
 # Namespaces by the API key Secret they name.
 API_KEY_SECRET_INDEX = "tenancy.apiKeySecret"
-POLICY_ANNOTATIONS = (ALLOWED_MODELS, ALLOWED_DELETION_POLICIES, TEAM, API_KEY_SECRET)
+POLICY_ANNOTATIONS = (
+    ALLOWED_MODELS,
+    ALLOWED_DELETION_POLICIES,
+    TEAM,
+    API_KEY_SECRET,
+    ALLOWED_SECRET_PREFIXES,
+)
 
 
 def api_key_secret_index(namespace: dict[str, Any]) -> list[str]:

@@ -38,6 +38,9 @@ class Timing:
     model_id_invalidated: float = 1.0
     # A CR whose Namespace the cache has not seen yet (its add event normally comes first).
     namespace_unknown: float = 5.0
+    # A BasetenSecret whose Secret the operator may not read: looked at again this often, as
+    # the RoleBinding that grants it is not watched.
+    secret_forbidden: float = 10.0
     # Spec-given durations (orphan cleanup interval and age) are scaled too.
     minute: float = MINUTE
     day: float = DAY

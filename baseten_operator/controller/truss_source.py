@@ -27,6 +27,7 @@ from baseten_operator.controller.context import Pass
 from baseten_operator.controller.endings import ReconcileError, RequeueAfter, raise_if_model_gone
 from baseten_operator.controller.ports import ObjectCache
 from baseten_operator.controller.push_preflight import push_problem
+from baseten_operator.controller.push_secrets import missing_secrets
 from baseten_operator.controller.timing import go_duration
 from baseten_operator.runtime.clock import format_rfc3339, parse_rfc3339
 from baseten_operator.runtime.controller import TerminalError
@@ -209,6 +210,19 @@ def _back_off(p: Pass, ap: str, name: str, now: float) -> NoReturn:
     raise RequeueAfter(max(next_retry - now, 0.0))
 
 
+def _await_secrets(p: Pass, ap: str, name: str, truss_config: TrussConfig) -> None:
+    """Return when Baseten has every secret the config names; else PENDING, no push, and
+    a look again after the push poll (they may be created any time, by anyone)."""
+    try:
+        missing = missing_secrets(p.deps.baseten, truss_config.secrets or {})
+    except BasetenAPIError as error:
+        p.report(PENDING, messages.secrets_check_failed(ap, name, error))
+        raise RequeueAfter(p.deps.timing.poll) from error
+    if missing:
+        p.report(PENDING, messages.waiting_for_secrets(ap, missing))
+        raise RequeueAfter(p.deps.timing.push_poll)
+
+
 def _push(p: Pass, model_id: str | None, ap: str, source: TrussSource) -> NoReturn:
     deps = p.deps
     timing = deps.timing
@@ -254,6 +268,7 @@ def _push(p: Pass, model_id: str | None, ap: str, source: TrussSource) -> NoRetu
     if pusher is None or not pusher.has_capacity():
         p.report(PENDING, messages.waiting_for_push_capacity(ap, name))
         raise RequeueAfter(timing.push_poll)
+    _await_secrets(p, ap, name, truss_config)
 
     p.record_push_launch(source.hash, now)
     p.report(DEPLOYING, messages.push_started(ap, name))

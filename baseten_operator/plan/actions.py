@@ -214,3 +214,29 @@ class DeleteModel(Action):
             f"delete model {self.model} ({self.model_id}), deletion_policy "
             f"{self.deletion_policy}, guardrails {self.guardrails}"
         )
+
+
+@dataclass(frozen=True)
+class UpsertSecret(Action):
+    """Write a Baseten secret's value. The value is never part of a plan."""
+
+    type: ClassVar[str] = "upsert-secret"
+    secret: str
+    team: str | None  # None: the workspace's (the key's primary team)
+
+    def describe(self) -> str:
+        return f"upsert secret {self.secret}{_in_team(self.team)} (value not shown)"
+
+
+@dataclass(frozen=True)
+class DeleteSecret(Action):
+    type: ClassVar[str] = "delete-secret"
+    secret: str
+    team: str | None
+
+    def describe(self) -> str:
+        return f"delete secret {self.secret}{_in_team(self.team)}"
+
+
+def _in_team(team: str | None) -> str:
+    return f" in team {team}" if team is not None else ""

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from collections.abc import Sequence
 from typing import Any
 
+from baseten_operator.baseten.client import API_KEY_ENV
 from baseten_operator.baseten.errors import ConfigError
 from baseten_operator.controller.timing import Timing
-from baseten_operator.main import operator_namespace
+from baseten_operator.main import operator_identity, operator_namespace
 from baseten_operator.plan.inputs import (
     ConfigMaps,
     InputError,
@@ -21,6 +24,7 @@ from baseten_operator.plan.inputs import (
 )
 from baseten_operator.plan.planner import ModelPlan, Planner
 from baseten_operator.plan.render import has_changes, has_errors, to_json, to_table
+from baseten_operator.plan.secret_planner import PlanSecrets, SecretPlan, SecretPlanner
 from baseten_operator.plan.tenancy import TenancyView
 from baseten_operator.plan.world import (
     RecordingBaseten,
@@ -61,11 +65,19 @@ def gather_inputs(
     """The manifests (on their live objects' state), else the live BasetenModels in scope."""
     if args.filename:
         inputs = from_manifests(read_manifests(args.filename), namespace, kube)
-        live = {(o["metadata"]["namespace"], o["metadata"]["name"]): o for o in tenancy.live_models}
+        live = {
+            (o["metadata"]["namespace"], o["metadata"]["name"]): o
+            for o in (*tenancy.live_models, *tenancy.live_secrets)
+        }
         inputs.models = [with_live_state(obj, live) for obj in inputs.models]
+        inputs.basetensecrets = [with_live_state(obj, live) for obj in inputs.basetensecrets]
         return inputs
     scope = None if args.all_namespaces else namespace
-    return PlanInputs(in_namespace(tenancy.live_models, scope), ConfigMaps(kube=kube))
+    return PlanInputs(
+        in_namespace(tenancy.live_models, scope),
+        ConfigMaps(kube=kube),
+        in_namespace(tenancy.live_secrets, scope),
+    )
 
 
 def _usage_error(args: argparse.Namespace) -> str | None:
@@ -98,22 +110,38 @@ def run_plan(args: argparse.Namespace) -> int:
             namespace_client=read_only_clients(client.base_url, args.baseten_timeout),
         )
         plans = planner.plan(inputs.models, destroy=args.destroy)
+        secret_plans = SecretPlanner(
+            planner.baseten,
+            planner.secret_rules(),
+            PlanSecrets(inputs.secrets, kube),
+            planner.clock,
+            os.environ[API_KEY_ENV].strip(),  # the client above checked it is set
+            operator_identity(),  # named only in FORBIDDEN, which a plan never reaches
+            planner.timing,
+        ).plan(
+            inputs.basetensecrets,
+            live=tenancy.live_secrets,
+            models=[*tenancy.live_models, *inputs.models],
+            destroy=args.destroy,
+        )
     except (ConfigError, KubeConfigError, InputError, ApiError, OSError) as error:
         print(f"baseten-operator plan: {error}", file=sys.stderr)
         return EXIT_ERROR
     notes = tenancy.notes()
-    sys.stdout.write(to_json(plans, notes) if args.output == "json" else to_table(plans, notes))
-    failed = [plan for plan in plans if plan.error]
-    if failed:
-        print(
-            f"baseten-operator plan: {len(failed)} of {len(plans)} BasetenModels could not be "
-            f"planned; {failed[0].key}: {failed[0].error}",
-            file=sys.stderr,
-        )
-    return exit_code(plans, detailed=args.detailed_exitcode)
+    render = to_json if args.output == "json" else to_table
+    sys.stdout.write(render(plans, notes, secret_plans))
+    for kind, planned in (("BasetenModels", plans), ("BasetenSecrets", secret_plans)):
+        failed = [plan for plan in planned if plan.error]
+        if failed:
+            print(
+                f"baseten-operator plan: {len(failed)} of {len(planned)} {kind} could not be "
+                f"planned; {failed[0].key}: {failed[0].error}",
+                file=sys.stderr,
+            )
+    return exit_code([*plans, *secret_plans], detailed=args.detailed_exitcode)
 
 
-def exit_code(plans: list[ModelPlan], *, detailed: bool) -> int:
+def exit_code(plans: Sequence[ModelPlan | SecretPlan], *, detailed: bool) -> int:
     if has_errors(plans):
         return EXIT_ERROR
     if detailed and has_changes(plans):

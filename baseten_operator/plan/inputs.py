@@ -1,4 +1,5 @@
-"""What a plan is about: BasetenModels (and the ConfigMaps of their setup scripts).
+"""What a plan is about: BasetenModels (and the ConfigMaps of their setup scripts), and
+BasetenSecrets (and the Secrets they name, when the input holds them).
 
 From files (`-f`: YAML or JSON files, directories, `-` for stdin; multi-document; objects
 of other kinds skipped) or from the cluster (`--cluster`). ConfigMaps come from the input
@@ -8,14 +9,14 @@ when it has them, else from the cluster when the plan may read it.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from baseten_operator.api.constants import API_VERSION, KIND
+from baseten_operator.api.constants import API_VERSION, KIND, SECRET_KIND
 from baseten_operator.runtime.errors import NotFound
 from baseten_operator.runtime.kubeconfig import KubeConfigError, kubeconfig_path
 from baseten_operator.runtime.kubeconfig import context_namespace as kubeconfig_context_namespace
@@ -33,6 +34,14 @@ class InputError(Exception):
 
 def is_basetenmodel(obj: dict[str, Any]) -> bool:
     return obj.get("kind") == KIND and obj.get("apiVersion") == API_VERSION
+
+
+def is_basetensecret(obj: dict[str, Any]) -> bool:
+    return obj.get("kind") == SECRET_KIND and obj.get("apiVersion") == API_VERSION
+
+
+def is_secret(obj: dict[str, Any]) -> bool:
+    return obj.get("kind") == "Secret" and obj.get("apiVersion") == "v1"
 
 
 def is_configmap(obj: dict[str, Any]) -> bool:
@@ -145,21 +154,25 @@ class ConfigMaps(ClusterObjects):
 class PlanInputs:
     models: list[dict[str, Any]]
     configmaps: ConfigMaps
+    basetensecrets: list[dict[str, Any]] = field(default_factory=list)
+    # Secrets given in the input: what a BasetenSecret's value is read from first.
+    secrets: list[dict[str, Any]] = field(default_factory=list)
 
 
 def from_manifests(objects: list[dict[str, Any]], namespace: str, kube: Any = None) -> PlanInputs:
-    models = [with_namespace(o, namespace) for o in objects if is_basetenmodel(o)]
+    def of(kind: Callable[[dict[str, Any]], bool]) -> list[dict[str, Any]]:
+        return [with_namespace(o, namespace) for o in objects if kind(o)]
+
     configmaps = ConfigMaps(kube=kube)
-    for obj in objects:
-        if is_configmap(obj):
-            configmaps.add(with_namespace(obj, namespace))
-    return PlanInputs(models, configmaps)
+    for obj in of(is_configmap):
+        configmaps.add(obj)
+    return PlanInputs(of(is_basetenmodel), configmaps, of(is_basetensecret), of(is_secret))
 
 
-def in_namespace(models: Iterable[dict[str, Any]], namespace: str | None) -> list[dict[str, Any]]:
-    """The BasetenModels of `namespace` (None: all of them), in kubectl's order."""
+def in_namespace(crs: Iterable[dict[str, Any]], namespace: str | None) -> list[dict[str, Any]]:
+    """The CRs of `namespace` (None: all of them), in kubectl's order."""
     return sorted(
-        (o for o in models if namespace is None or o["metadata"].get("namespace") == namespace),
+        (o for o in crs if namespace is None or o["metadata"].get("namespace") == namespace),
         key=lambda o: (o["metadata"].get("namespace"), o["metadata"]["name"]),
     )
 

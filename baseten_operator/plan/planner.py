@@ -31,6 +31,7 @@ from baseten_operator.api.types import BasetenModelSpec, to_wire
 from baseten_operator.baseten.errors import BasetenAPIError
 from baseten_operator.baseten.pool import BasetenClientPool, MakeClient
 from baseten_operator.baseten.settings import detect_drift
+from baseten_operator.controller import messages
 from baseten_operator.controller.admission import with_namespace_client
 from baseten_operator.controller.context import Dependencies, Pass
 from baseten_operator.controller.deletion import has_finalizer
@@ -54,6 +55,7 @@ from baseten_operator.plan.world import (
     RecordingPusher,
     WriteRefused,
     changes_of,
+    unplanned,
 )
 from baseten_operator.runtime.clock import Clock, parse_rfc3339, rfc3339
 from baseten_operator.runtime.controller import Request, TerminalError
@@ -161,6 +163,10 @@ class Planner:
             require_policy=view.require_policy,
         )
 
+    def secret_rules(self) -> Tenancy:
+        """The same rules for BasetenSecrets' passes, which claim no environment."""
+        return self._rules(_World([], []))
+
     def _recording_client(self, api_key: str) -> RecordingBaseten:
         if self.namespace_client is None:
             raise AssertionError("a namespace names an API key Secret the plan cannot read")
@@ -231,14 +237,10 @@ class Planner:
         except (ReconcileError, TerminalError) as ended:
             result.blockers.append(str(ended))
         except WriteRefused as refused:
-            result.error = f"the pass tried a write the plan does not know: {refused}"
+            result.error = unplanned(recording, refused)
         except BasetenAPIError as error:
             result.error = f"Baseten: {error}"
-        if recording.failed_reads and result.error is None:
-            # What the pass decided on a read that got no answer is not what it will do.
-            result.error = (
-                f"a Baseten read failed, so this plan is incomplete: {recording.failed_reads[0]}"
-            )
+        result.error = result.error or unplanned(recording)
         stored = kube.stored(result.namespace, result.name) or obj
         status = parse_status(stored.get("status"))
         result.actions = [self._complete(a, spec, status.model_id) for a in recording.actions]
@@ -299,7 +301,7 @@ class Planner:
     ) -> None:
         status = parse_status(after.get("status"))
         if deps.tenancy is not None and not deps.tenancy.knows_namespace(result.namespace):
-            result.notes.append(_namespace_unknown(result.namespace))
+            result.notes.append(namespace_unknown(result.namespace))
             return  # the pass did nothing else: it waits
         if spec is not None and spec.effective_mode in _NO_WRITES:
             result.notes.append(_NO_WRITES[spec.effective_mode])
@@ -310,8 +312,12 @@ class Planner:
             for at in (status.next_retry_time, status.truss_push_next_retry_time)
             if (parsed := parse_rfc3339(at)) is not None and parsed > now
         ]
+        message = status.message or ""
         if pending and not result.actions:
             result.notes.append(f"waiting: next retry at {pending[0]}")
+        elif messages.WAITING_FOR_SECRETS in message and not result.actions:
+            # The push waits for secrets Baseten does not have (section 5).
+            result.notes.append(message[message.index(messages.WAITING_FOR_SECRETS) :])
         elif (
             status.deployment_status in _BLOCKED_STATUSES
             and not result.actions
@@ -359,8 +365,8 @@ class Planner:
             result.orphans = review.verdicts
 
 
-def _namespace_unknown(namespace: str) -> str:
+def namespace_unknown(namespace: str, kind: str = "BasetenModels") -> str:
     return (
         f"waiting: namespace {namespace} not found, so its policy is unknown: the operator "
-        "makes no Baseten call for its BasetenModels until it exists"
+        f"makes no Baseten call for its {kind} until it exists"
     )

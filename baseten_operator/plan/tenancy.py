@@ -18,9 +18,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from baseten_operator.api.constants import BASETENMODELS
+from baseten_operator.api.constants import BASETENMODELS, BASETENSECRETS
 from baseten_operator.controller.ports import ObjectCache
 from baseten_operator.plan.inputs import ClusterObjects
+from baseten_operator.runtime.errors import NotFound
 from baseten_operator.runtime.resource import NAMESPACES, SECRETS
 
 POLICY_UNKNOWN_NOTE = (
@@ -47,6 +48,8 @@ class TenancyView:
     operator_namespace: str
     # Every live BasetenModel, all namespaces: the planned ones are laid over them.
     live_models: list[dict[str, Any]] = field(default_factory=list)
+    # Every live BasetenSecret, all namespaces: they claim Baseten secret names.
+    live_secrets: list[dict[str, Any]] = field(default_factory=list)
     require_policy: bool = False
     policy_known: bool = True
 
@@ -64,13 +67,19 @@ class TenancyView:
         cls, kube: Any, operator_namespace: str, *, require_policy: bool = False
     ) -> TenancyView:
         """Namespaces and key Secrets are read when a pass first asks for one (`get` only:
-        the plan needs no right to list Secrets); the BasetenModels are listed at once."""
+        the plan needs no right to list Secrets); the BasetenModels and BasetenSecrets are
+        listed at once."""
         items: list[dict[str, Any]] = kube.list(BASETENMODELS).get("items") or []
+        try:
+            secrets: list[dict[str, Any]] = kube.list(BASETENSECRETS).get("items") or []
+        except NotFound:
+            secrets = []  # an install from before BasetenSecret: none can exist
         return cls(
             namespaces=ClusterObjects(NAMESPACES, kube),
             secrets=ClusterObjects(SECRETS, kube),
             operator_namespace=operator_namespace,
             live_models=items,
+            live_secrets=secrets,
             require_policy=require_policy,
         )
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import requests
+from pydantic import SecretStr
 
 from baseten_operator.baseten.client import BasetenClient
 from baseten_operator.baseten.connections import Connections, HttpSender
@@ -30,6 +31,7 @@ from baseten_operator.baseten.models import (
     EnvironmentV1,
     ModelV1,
     RetryResult,
+    SecretV1,
     TeamV1,
 )
 from baseten_operator.baseten.schedules import TIMEZONE_FIELD, TimezoneChange
@@ -42,6 +44,7 @@ from baseten_operator.plan.actions import (
     Deactivate,
     DeleteModel,
     DeleteOrphan,
+    DeleteSecret,
     Promote,
     Push,
     Retry,
@@ -49,6 +52,7 @@ from baseten_operator.plan.actions import (
     ScheduleChange,
     SettingChange,
     UpdateEnvironment,
+    UpsertSecret,
 )
 from baseten_operator.truss.pusher import PushOutcome, PushRequest
 
@@ -125,6 +129,16 @@ class Recording:
     failed_reads: list[str] = field(default_factory=list)
 
 
+def unplanned(recording: Recording, refused: WriteRefused | None = None) -> str | None:
+    """A CR's plan error: a write the plan does not know, or a read that got no usable
+    answer (what the pass decided on it is not what it will do)."""
+    if refused is not None:
+        return f"the pass tried a write the plan does not know: {refused}"
+    if recording.failed_reads:
+        return f"a Baseten read failed, so this plan is incomplete: {recording.failed_reads[0]}"
+    return None
+
+
 def _an_answer(error: BasetenAPIError) -> bool:
     """A failed call that still tells the pass something about Baseten's state: a 404
     (not found) or an ambiguous name. Anything else (no answer, a refused key, a 5xx, an
@@ -142,6 +156,7 @@ class Ledger:
         self.names: dict[str, str] = {}  # deployment id -> name
         self.environments: dict[tuple[str, str], EnvironmentV1] = {}
         self.models: dict[str, str] = {}  # model id -> name
+        self.teams: dict[str, str] = {}  # team id -> name
 
     def start_pass(self) -> Recording:
         self.recording = Recording()
@@ -212,7 +227,9 @@ class RecordingBaseten:
         return model
 
     def list_teams(self, name: str | None = None) -> list[TeamV1]:
-        return self._read(self._client.list_teams, name)
+        teams = self._read(self._client.list_teams, name)
+        self.ledger.teams.update({t.id: t.name for t in teams})
+        return teams
 
     def list_team_models(self, team_id: str, name: str | None = None) -> list[ModelV1]:
         models = self._read(self._client.list_team_models, team_id, name)
@@ -246,7 +263,33 @@ class RecordingBaseten:
         self._seen_environment(environment, model_id)
         return environment
 
+    def list_secrets(self) -> list[SecretV1]:
+        return self._read(self._client.list_secrets)
+
+    def list_team_secrets(self, team_id: str) -> list[SecretV1]:
+        return self._read(self._client.list_team_secrets, team_id)
+
     # --- writes: recorded, never sent ------------------------------------------------------
+
+    def upsert_secret(self, name: str, value: SecretStr) -> SecretV1:
+        return self._upsert_secret(name, None)
+
+    def upsert_team_secret(self, team_id: str, name: str, value: SecretStr) -> SecretV1:
+        return self._upsert_secret(name, self.ledger.teams.get(team_id, team_id))
+
+    def _upsert_secret(self, name: str, team: str | None) -> SecretV1:
+        # Recorded by name: the value is neither recorded nor looked at. A secret being
+        # created has no id yet.
+        self._record(UpsertSecret(name, team))
+        return SecretV1(id="", name=name, team_name=team)
+
+    def delete_secret(self, name: str) -> bool:
+        self._record(DeleteSecret(name, None))
+        return True
+
+    def delete_team_secret(self, team_id: str, name: str) -> bool:
+        self._record(DeleteSecret(name, self.ledger.teams.get(team_id, team_id)))
+        return True
 
     def delete_model(self, model_id: str) -> None:
         self._record(DeleteModel(self.ledger.models.get(model_id, model_id), model_id, "", ""))

@@ -167,6 +167,7 @@ class Informer:
         namespace: str | None = None,
         *,
         label_selector: str | None = None,
+        field_selector: str | None = None,
         resync_period: float | None = None,
         indexers: dict[str, IndexFunc] | None = None,
         clock: Clock | None = None,
@@ -174,11 +175,13 @@ class Informer:
         watch_timeout: float = DEFAULT_WATCH_TIMEOUT,
         metadata_only: bool = False,
     ) -> None:
-        """`metadata_only`: cache each object's metadata only (PartialObjectMetadata)."""
+        """`metadata_only`: cache each object's metadata only (PartialObjectMetadata);
+        `field_selector`: only the objects it selects (`metadata.name=x`: one object)."""
         self.client = client
         self.resource = resource
         self.namespace = namespace
         self.label_selector = label_selector
+        self.field_selector = field_selector
         self.resync_period = resync_period
         self.page_size = page_size
         self.watch_timeout = watch_timeout
@@ -305,6 +308,7 @@ class Informer:
                 self.resource,
                 self.namespace,
                 label_selector=self.label_selector,
+                field_selector=self.field_selector,
                 limit=self.page_size,
                 continue_token=continue_token,
                 metadata_only=self.metadata_only,
@@ -350,6 +354,7 @@ class Informer:
             timeout_seconds=max(1, timeout),
             allow_bookmarks=True,
             label_selector=self.label_selector,
+            field_selector=self.field_selector,
             metadata_only=self.metadata_only,
         )
         with self._watch_lock:

@@ -44,6 +44,8 @@ EXIT_OK = 0
 EXIT_LOST_LEASE = 1
 # A leader whose Lease went unrenewed this long past its duration reports unready.
 LEADER_HEALTH_TOLERANCE = 20.0
+# Each watch started on demand gets what an informer gets to end its threads.
+WATCHES_STOP_TIMEOUT = 5.0
 
 
 class Runnable(Protocol):
@@ -56,6 +58,13 @@ class Runnable(Protocol):
     def start(self) -> None: ...
 
     def stop(self, timeout: float) -> bool: ...
+
+
+class Watches(Protocol):
+    """Watches a component starts on demand, outside the shared informers (one per object
+    a custom resource names): on every replica, as the informers whose events start them."""
+
+    def stop(self, timeout: float) -> None: ...
 
 
 SERVICE_ACCOUNT_NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
@@ -113,6 +122,7 @@ class Manager:
         # services it uses, each with its own stop budget.
         self._work: list[Runnable] = []
         self._services: list[tuple[Runnable, float]] = []
+        self._watches: list[Watches] = []
         self._elector: LeaderElector | None = None
         self._metrics_server: MetricsServer | None = None
         self._health_server: HealthServer | None = None
@@ -160,6 +170,11 @@ class Manager:
                 self._services.append((runnable, stop_timeout))
             if self._leading:
                 runnable.start()
+
+    def add_watches(self, watches: Watches) -> None:
+        """Stop `watches` at shutdown, right after the shared informers that feed them."""
+        with self._lock:
+            self._watches.append(watches)
 
     def add_liveness_check(self, name: str, check: Check) -> None:
         """A check of /healthz: failing it tells the kubelet to restart the pod."""
@@ -373,8 +388,11 @@ class Manager:
     def _stop_everything_else(self) -> None:
         with self._lock:
             informers = list(self._informers.values())
+            watches = list(self._watches)
         for informer in informers:
             informer.stop()
+        for started_on_demand in watches:
+            self._stop_quietly(started_on_demand.stop, WATCHES_STOP_TIMEOUT)
         for server in (self._health_server, self._metrics_server):
             if server is not None:
                 self._stop_quietly(server.stop)

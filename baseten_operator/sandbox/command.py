@@ -9,7 +9,6 @@ a scripted, narrated demo of every story that ends by itself with a summary.
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from baseten_operator.flags import (
     HEALTH_PROBE_BIND_ADDRESS,
@@ -18,11 +17,7 @@ from baseten_operator.flags import (
     TIME_SCALE,
     positive_float,
 )
-from baseten_operator.sandbox.settings import SandboxSettings
-
-# Package data: a copy of config/samples (`make manifests` keeps it equal), so that an
-# installed sandbox finds its samples without a checkout.
-DEFAULT_SAMPLES = Path(__file__).resolve().parent / "samples"
+from baseten_operator.sandbox.settings import DEFAULT_SAMPLES, SandboxSettings
 
 
 def add_sandbox_arguments(parser: argparse.ArgumentParser) -> None:

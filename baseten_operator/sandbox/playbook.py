@@ -1,9 +1,9 @@
 """The ready-made commands the interactive sandbox prints: kubectl and curl, copy-paste ready.
 
 Each play is one story from the README (drift, a failed build, a bad rollout reverted, a
-TTL deactivation, pause, observe, a guarded deletion) told with the tools a person has:
-kubectl against the sandbox's API server, curl against the Baseten simulator's `/_sim/`
-control API.
+TTL deactivation, pause, observe, a Secret rotated, a guarded deletion) told with the tools
+a person has: kubectl against the sandbox's API server, curl against the Baseten
+simulator's `/_sim/` control API.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ from typing import Any
 from baseten_operator.sandbox.seed import (
     BAD_DEPLOYMENT,
     CI_DEPLOYMENT,
+    HF_SECRET,
+    HF_SECRET_KEY,
     NEXT_CI_DEPLOYMENT,
     PRODUCTION,
     SANDBOX_API_KEY,
@@ -27,6 +29,9 @@ COMMAND_PREFIX = "  $ "
 PRODUCTION_CR = "my-llm-model-production"
 STAGING_CR = "my-llm-model-staging"
 GUARDED_CR = "my-vllm-model-production"
+# The sample BasetenSecret (config/samples) and the Baseten secret it writes.
+BASETEN_SECRET_CR = "hf-access-token"
+BASETEN_SECRET_NAME = "hf_access_token"
 # Click-ops values: what "someone in the Baseten UI" sets; the samples ask for 2.
 DRIFT_MIN_REPLICAS = 5
 DESIRED_MIN_REPLICAS = 2
@@ -198,6 +203,21 @@ def build_playbook(
                 drift,
                 message,
                 set_mode(PRODUCTION_CR, "Reconcile"),
+            ),
+        ),
+        Play(
+            "Rotate a Secret",
+            f"BasetenSecret {BASETEN_SECRET_CR} keeps Baseten's {BASETEN_SECRET_NAME} equal to "
+            f"the Secret {HF_SECRET}: rotate it with kubectl and one upsert follows "
+            "(SecretSynced); the simulator shows the secret's write count and the SHA-256 of "
+            "its value, never the value.",
+            (
+                "kubectl get bsec",
+                f"kubectl create secret generic {HF_SECRET} "
+                f"--from-literal={HF_SECRET_KEY}=hf_my_rotated_token "
+                "--dry-run=client -o yaml | kubectl apply -f -",
+                "kubectl get events --field-selector reason=SecretSynced",
+                f"curl -sS --fail-with-body {sim_url}/_sim/secrets",
             ),
         ),
         Play(

@@ -3,7 +3,8 @@
 The story of the samples: CI has just built `img-1.0-wgt-1.0-p-1.3` for `my-llm-model`,
 whose production environment still serves the older `img-0.9-wgt-1.0-p-1.2`; the
 operator promotes the new one. `my-vllm-model` does not exist yet: the operator's
-truss push creates it.
+truss push creates it, with the registry secret its trussConfig names, which someone
+created in Baseten's UI long ago (without it the push would wait for it).
 """
 
 from __future__ import annotations
@@ -23,6 +24,14 @@ CI_DEPLOYMENT = "img-1.0-wgt-1.0-p-1.3"
 NEXT_CI_DEPLOYMENT = "img-1.1-wgt-1.0-p-1.4"
 # A build that deploys fine and misbehaves in production: the bad-rollout story's.
 BAD_DEPLOYMENT = "img-1.2-wgt-1.0-p-1.5"
+# The Baseten secret the complete sample's trussConfig.secrets names.
+REGISTRY_SECRET = "docker-registry-secret"
+# The sample BasetenSecret's Kubernetes Secret (config/samples) and the (fake) values the
+# sandbox puts in it: the seeded one, then the tour's rotation.
+HF_SECRET = "hf-token"
+HF_SECRET_KEY = "token"
+HF_TOKEN = "hf_sandbox_token_v1"
+HF_TOKEN_ROTATED = "hf_sandbox_token_v2"
 
 
 @dataclass(frozen=True)
@@ -47,4 +56,5 @@ def seed_account(simulator: BasetenSimulator) -> SeededAccount:
         status="ACTIVE",
         autoscaling_settings={"min_replica": 1, "max_replica": 1},
     )
+    simulator.seed_secret(REGISTRY_SECRET, "sandbox-registry-credentials")
     return SeededAccount(llm_model_id=model["id"])

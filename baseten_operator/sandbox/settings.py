@@ -6,6 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+# Package data: a copy of config/samples (`make manifests` keeps it equal), so that an
+# installed sandbox finds its samples without a checkout.
+DEFAULT_SAMPLES = Path(__file__).resolve().parent / "samples"
+
 
 @dataclass(frozen=True)
 class SandboxSettings:

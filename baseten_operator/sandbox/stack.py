@@ -24,7 +24,7 @@ from baseten_operator.runtime.manager import Manager
 from baseten_operator.runtime.resource import LEASES
 from baseten_operator.sandbox import cluster
 from baseten_operator.sandbox.seed import SANDBOX_API_KEY, SeededAccount, seed_account
-from baseten_operator.sandbox.settings import SandboxSettings
+from baseten_operator.sandbox.settings import DEFAULT_SAMPLES, SandboxSettings
 from baseten_operator.sandbox.waiting import wait_until
 from baseten_operator.sim.baseten.simulator import BasetenSimulator
 from baseten_operator.sim.kube.server import KubeApiServer
@@ -108,6 +108,7 @@ class Sandbox:
         cluster.ensure_namespace(self._kube, cluster.OPERATOR_NAMESPACE)
         cluster.ensure_namespace(self._kube, cluster.SAMPLES_NAMESPACE)
         cluster.create_api_key_secret(self._kube, SANDBOX_API_KEY)
+        cluster.open_secret_reading(self._kube, DEFAULT_SAMPLES)
 
         self.simulator.start()
         self._account = seed_account(self.simulator)

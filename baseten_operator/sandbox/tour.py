@@ -8,21 +8,26 @@ the APIs: Events, BasetenModel status, the simulator's state and its audit log.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from baseten_operator.api.constants import BASETENMODELS
+from baseten_operator.api.constants import BASETENMODELS, BASETENSECRETS
 from baseten_operator.baseten.metrics import BASETEN_API_REQUESTS
 from baseten_operator.controller.timing import Timing
 from baseten_operator.runtime.errors import NotFound
+from baseten_operator.runtime.resource import SECRETS
 from baseten_operator.sandbox.cluster import SAMPLES_NAMESPACE
 from baseten_operator.sandbox.console import Console
 from baseten_operator.sandbox.display import LiveDisplay
 from baseten_operator.sandbox.events import EventLog, Occurrence
 from baseten_operator.sandbox.playbook import (
+    BASETEN_SECRET_CR,
+    BASETEN_SECRET_NAME,
     DESIRED_MIN_REPLICAS,
     DRIFT_MIN_REPLICAS,
     GUARDED_CR,
@@ -31,6 +36,10 @@ from baseten_operator.sandbox.playbook import (
 )
 from baseten_operator.sandbox.seed import (
     CI_DEPLOYMENT,
+    HF_SECRET,
+    HF_SECRET_KEY,
+    HF_TOKEN,
+    HF_TOKEN_ROTATED,
     NEXT_CI_DEPLOYMENT,
     PRODUCTION,
     VLLM_MODEL,
@@ -134,6 +143,12 @@ class Tour:
                 "observe mode reports drift without writing",
                 f"{PRODUCTION_CR} switches to spec.mode: Observe, then drifts in the UI.",
                 self.observe,
+            ),
+            Step(
+                "a rotated Secret reaches Baseten once",
+                f"The Secret {HF_SECRET} behind BasetenSecret {BASETEN_SECRET_CR} is rotated "
+                "(kubectl apply); the operator writes the new value to Baseten, once.",
+                self.rotate,
             ),
             Step(
                 "a guarded deletion waits for the drain",
@@ -315,6 +330,46 @@ class Tour:
         self._say("kubectl patch: spec.mode -> Reconcile")
         self._reverted(resumed)
         return "drift reported, audit log shows no write; back to Reconcile, reverted"
+
+    def _baseten_secret(self) -> dict[str, Any] | None:
+        """The simulator's view of the sample's secret: writes and the value's SHA-256."""
+        return next((s for s in self.sim.secrets() if s["name"] == BASETEN_SECRET_NAME), None)
+
+    def _holds(self, value: str) -> dict[str, Any] | None:
+        held = self._baseten_secret()
+        digest = hashlib.sha256(value.encode()).hexdigest()
+        return held if held is not None and held["value_sha256"] == digest else None
+
+    def rotate(self) -> str:
+        # The sample synced at start: Baseten holds the seeded value, written once.
+        first = self._wait(lambda: self._holds(HF_TOKEN), f"{BASETEN_SECRET_NAME} in Baseten")
+        self._wait(
+            lambda: (self._basetensecret_status().get("state") == "SYNCED"),
+            f"{BASETEN_SECRET_CR} SYNCED",
+        )
+        since = time.monotonic()
+        secret = self.sandbox.kube.get(SECRETS, HF_SECRET, SAMPLES_NAMESPACE)
+        secret["data"] = {HF_SECRET_KEY: base64.b64encode(HF_TOKEN_ROTATED.encode()).decode()}
+        self.sandbox.kube.update(SECRETS, secret)
+        self._say(f"kubectl apply: Secret {HF_SECRET} key {HF_SECRET_KEY} rotated")
+        synced = self._event("SecretSynced", BASETEN_SECRET_CR, since)
+        rotated = self._wait(
+            lambda: self._holds(HF_TOKEN_ROTATED), f"the new value in {BASETEN_SECRET_NAME}"
+        )
+        self._say(
+            f"Baseten: {BASETEN_SECRET_NAME} writes {first['writes']} -> {rotated['writes']}, "
+            f"value sha256 {first['value_sha256'][:12]}... -> {rotated['value_sha256'][:12]}..."
+        )
+        if rotated["writes"] != first["writes"] + 1:
+            raise StepFailed(
+                f"{rotated['writes'] - first['writes']} upserts for one rotation, expected 1"
+            )
+        return f"SecretSynced: {synced.message}; one upsert, the value never shown"
+
+    def _basetensecret_status(self) -> dict[str, Any]:
+        obj = self.sandbox.kube.get(BASETENSECRETS, BASETEN_SECRET_CR, SAMPLES_NAMESPACE)
+        status: dict[str, Any] = obj.get("status") or {}
+        return status
 
     def guarded_delete(self) -> str:
         since = time.monotonic()

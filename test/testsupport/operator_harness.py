@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from baseten_operator.api.constants import BASETENMODELS
-from baseten_operator.api.crd import build_crd
+from baseten_operator.api.constants import BASETENMODELS, BASETENSECRETS
+from baseten_operator.api.crds import all_crds
 from baseten_operator.baseten.client import API_KEY_ENV, BasetenClient
 from baseten_operator.config import OperatorOptions
 from baseten_operator.controller.setup import CONTROLLER_NAME
@@ -120,7 +120,8 @@ class OperatorHarness:
             self.workdir / f"kubeconfig-{uuid.uuid4().hex[:6]}"
         )
         self.kube = KubeClient.from_kubeconfig(kubeconfig)
-        self.kube.create(CRDS, build_crd())
+        for crd in all_crds():
+            self.kube.create(CRDS, crd)
         wait_for(lambda: self._crd_served(), timeout=10.0)
         self._start_observer()
         self.sim = BasetenSimulator(
@@ -223,6 +224,7 @@ class OperatorHarness:
     def _crd_served(self) -> bool:
         try:
             self.kube.list(BASETENMODELS, "default", limit=1)
+            self.kube.list(BASETENSECRETS, "default", limit=1)
         except ApiError:  # not served yet
             return False
         return True

@@ -27,8 +27,8 @@ from typing import Any
 
 import jsonschema
 
-from baseten_operator.api.constants import BASETENMODELS, FINALIZER
-from baseten_operator.api.crd import build_crd
+from baseten_operator.api.constants import BASETENMODELS, BASETENSECRETS, FINALIZER
+from baseten_operator.api.crds import all_crds
 from baseten_operator.baseten.client import API_KEY_ENV, BASE_URL_ENV, BasetenClient
 from baseten_operator.baseten.pool import BasetenClientPool
 from baseten_operator.cli import main
@@ -126,7 +126,8 @@ class PlanWorld:
         self.cluster = start_kube(self.workdir / "kube")
         self.kubeconfig = self.cluster.kubeconfig
         self.kube = KubeClient.from_kubeconfig(str(self.kubeconfig))
-        self.kube.create(CRDS, build_crd())
+        for crd in all_crds():
+            self.kube.create(CRDS, crd)
         wait_for(self._crd_served, timeout=10.0)
         # Baseten's TTL deactivation is quick here; every other lifecycle takes its time,
         # so the state a test sets up stays put while it plans and passes.
@@ -162,7 +163,8 @@ class PlanWorld:
 
     def _crd_served(self) -> bool:
         try:
-            self.kube.list(BASETENMODELS, "default", limit=1)
+            for crs in (BASETENMODELS, BASETENSECRETS):
+                self.kube.list(crs, "default", limit=1)
         except ApiError:
             return False
         return True

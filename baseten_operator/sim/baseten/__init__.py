@@ -13,7 +13,9 @@ names: list_teams, list_team_models, list_models, get_model, delete_model,
 list_deployments, get_deployment, delete_deployment, activate, deactivate, retry,
 update_deployment_autoscaling,
 list_environments, create_environment, get_environment, update_environment,
-delete_environment, promote, graphql, graphql:<root field>, s3, or * for any.
+delete_environment, promote, list_secrets, upsert_secret, delete_secret,
+list_team_secrets, upsert_team_secret, delete_team_secret, graphql,
+graphql:<root field>, s3, or * for any.
 
 Autoscaling schedules (docs/baseten-api.md): `seed_environment(..., autoscaling_schedule_settings=)`
 and `ui_update_environment(model_id, env, autoscaling_schedule_settings=)` take what an
@@ -24,14 +26,22 @@ Teams: `create_team(name)`, `seed_model(name, team=...)`; model names are unique
 given (it sees only that team's models: others answer 404, writes into another team 403);
 `revoke_api_key(key)`. Audit entries carry `key`: the label of the key the call carried.
 
+Secrets: `seed_secret(name, value, team=None)` creates one as the UI would; `secrets()`
+lists every secret with its id, team, number of writes and the SHA-256 of its value (the
+value itself is never kept, and the audit log keeps an upsert's name only). `/v1/secrets`
+works on the caller's primary team: a team key's own, else the organisation's default team.
+A pushed deployment whose truss config names a secret its model's team lacks fails to load
+(FAILED); `deployment_failure(deployment_id)` says which secrets.
+
 Modules: `simulator.py` (`BasetenSimulator`: one port, its control methods) serves `app.py`
 (auth, request log, faults, rate limits, audit) over `http.py`; `rest.py` routes /v1 to the
 engine with `payloads.py`'s request bodies, `graphql.py` and `s3.py` speak the truss push
 protocol, `control_api.py` is `/_sim/`. `engine.py` (`SimEngine`: the API's operations)
 works on `account.py` (records, lookups, rendering through `views.py`), with `lifecycle.py`
 moving deployments and promotions along the `timeline.py`, `autoscaling_schedules.py`
-editing environments' schedules and telling which one is in force, and `controls.py` acting
-for the test (seeding, and what Baseten or its UI would do).
+editing environments' schedules and telling which one is in force, `team_secrets.py` keeping
+the teams' secrets, and `controls.py` acting for the test (seeding, and what Baseten or its
+UI would do).
 
 Must not import the operator (`api`, `baseten`, `truss`, `controller`, `sandbox`, `cli`,
 `main`): it answers as Baseten does (docs/baseten-api.md), whatever the client believes. From

@@ -29,6 +29,7 @@ from baseten_operator.sim.baseten.records import (
     Environment,
     InstanceType,
     Model,
+    Secret,
     Team,
 )
 from baseten_operator.sim.baseten.timeline import Timeline
@@ -48,6 +49,8 @@ class Account:
         self.models: dict[str, Model] = {}
         self.deployments: dict[str, Deployment] = {}
         self.teams: dict[str, Team] = {}
+        # By (team id, name): secret names are unique per team.
+        self.secrets: dict[tuple[str, str], Secret] = {}
         self._add_default_team()
 
     def _add_default_team(self) -> None:
@@ -74,6 +77,7 @@ class Account:
             self.models.clear()
             self.deployments.clear()
             self.teams.clear()
+            self.secrets.clear()
             self._add_default_team()
 
     # ----------------------------------------------------------------- lookups
@@ -83,6 +87,12 @@ class Account:
             candidate = "".join(self._ids.choice(_ID_ALPHABET) for _ in range(7))
             if candidate not in self.models and candidate not in self.deployments:
                 return candidate
+
+    def team(self, team_id: str) -> Team:
+        team = self.teams.get(team_id)
+        if team is None:
+            raise not_found(f"Team {team_id}")
+        return team
 
     def model(self, model_id: str) -> Model:
         model = self.models.get(model_id)

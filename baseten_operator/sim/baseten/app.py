@@ -183,7 +183,8 @@ class SimApp:
         except SimError as exc:
             response = error_response(exc)
         if request.method != "GET":
-            self._audit_entry(request, body, response.status, endpoint, caller)
+            audited = match.route.audited(body)
+            self._audit_entry(request, audited, response.status, endpoint, caller)
         return response
 
     # ----------------------------------------------------------------- GraphQL

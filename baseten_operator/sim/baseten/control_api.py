@@ -1,7 +1,8 @@
 """The control API over HTTP: `POST /_sim/<operation>` with the keyword arguments as JSON.
 
 `GET /_sim/<operation>?arg=value` works too for operations that only read
-(`audit_log`, `request_log`, `uploaded_files`, `health`). No auth: the control API is the test's.
+(`audit_log`, `request_log`, `uploaded_files`, `deployment_failure`, `secrets`, `health`).
+No auth: the control API is the test's.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from urllib.parse import parse_qs
 from baseten_operator.sim.baseten.errors import SimError
 from baseten_operator.sim.baseten.http import Request, Response, json_response
 
-READ_ONLY = frozenset({"audit_log", "request_log", "uploaded_files", "health"})
+READ_ONLY = frozenset(
+    {"audit_log", "request_log", "uploaded_files", "deployment_failure", "secrets", "health"}
+)
 
 
 class ControlApi:

@@ -157,6 +157,13 @@ class Controls:
                 self._lifecycle.deactivate(dep, now)
             return self._account.render_deployment(dep)
 
+    def deployment_failure(self, deployment_id: str) -> dict:
+        """Why the deployment's last load failed (None when it did not): what Baseten's
+        deployment logs would say; the API's deployment has no such field."""
+        with self._account.session():
+            dep = self._account.any_deployment(deployment_id)
+            return {"id": dep.id, "status": dep.status, "failure": dep.failure}
+
     def uploaded_files(self, deployment_id: str) -> dict[str, str]:
         with self._account.session():
             return dict(self._account.any_deployment(deployment_id).files)

@@ -36,6 +36,7 @@ from baseten_operator.sim.baseten.records import (
     Model,
     Promotion,
 )
+from baseten_operator.sim.baseten.team_secrets import TeamSecrets
 
 __all__ = ["LifecycleDurations", "SimEngine"]
 
@@ -53,6 +54,8 @@ class SimEngine:
         self.controls = Controls(self.account, self.lifecycle)
         # cancel_promotion and the rolling promotions' signals (promotion_signals.py).
         self.promotion_signals = PromotionSignals(self.account, self.lifecycle)
+        # The secrets endpoints (team_secrets.py).
+        self.secrets = TeamSecrets(self.account)
 
     # What tests peek at: the account's lock, clock and deployment records.
 

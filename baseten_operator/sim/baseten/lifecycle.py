@@ -1,5 +1,6 @@
 """How deployments and promotions move on by themselves once something started them: a push
-builds, deploys and loads; an activation deploys; a deactivation ends INACTIVE; a deployment
+builds, deploys and loads (and fails to load, FAILED, when its truss config names a secret
+its model's team does not have); an activation deploys; a deactivation ends INACTIVE; a deployment
 allowed zero replicas scales to zero after its own scale_down_delay (no traffic reaches a
 simulated deployment) and wakes up when its minimum rises again; a promotion completes once
 its candidate is ready (after its ramp-up) and cleans up the deployment it replaced.
@@ -21,6 +22,7 @@ from baseten_operator.sim.baseten.records import (
     BUILDING,
     DEACTIVATING,
     DEPLOYING,
+    FAILED,
     INACTIVE,
     LOADING_MODEL,
     READY_STATUSES,
@@ -31,6 +33,7 @@ from baseten_operator.sim.baseten.records import (
     Environment,
     Promotion,
 )
+from baseten_operator.sim.baseten.team_secrets import missing_secrets
 
 
 @dataclass(frozen=True)
@@ -79,7 +82,19 @@ class Lifecycle:
         d = self.durations
         phases = list(zip(PUSH_STATUSES, (d.build, d.deploy, d.load_model), strict=True))
         start = PUSH_STATUSES.index(from_status)
-        self._run_phases(dep, at, phases[start:], self.finish_serving)
+        self._run_phases(dep, at, phases[start:], self._finish_loading)
+
+    def _finish_loading(self, dep: Deployment, at: float) -> None:
+        """The model server starts with its secrets: one its team lacks fails the load."""
+        model = self._account.models.get(dep.model_id)
+        names = _secret_names((dep.truss_config or {}).get("secrets"))
+        missing = missing_secrets(self._account, model.team_id, names) if model else []
+        if missing:
+            dep.failure = f"secrets not found in Baseten: {', '.join(missing)}"
+            self.set_status(dep, FAILED, at)
+            return
+        dep.failure = None
+        self.finish_serving(dep, at)
 
     def activate(self, dep: Deployment, at: float) -> None:
         self._run_phases(dep, at, [(DEPLOYING, self.durations.activate)], self._finish_activation)
@@ -232,3 +247,10 @@ class Lifecycle:
             self.apply_autoscaling(previous, {"min_replica": 0}, at)
         elif strategy == "DEACTIVATE" and previous.status not in (INACTIVE, DEACTIVATING):
             self.deactivate(previous, at)
+
+
+def _secret_names(secrets: Any) -> list[str]:
+    """The names a truss config's `secrets` holds: a map's keys (a list's items)."""
+    if isinstance(secrets, dict | list):
+        return [str(name) for name in secrets]
+    return []

@@ -13,6 +13,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    SecretStr,
     ValidationError,
     field_validator,
     model_validator,
@@ -230,16 +231,24 @@ class Promote(BaseModel):
     preserve_env_instance_type: bool = True
 
 
+class UpsertSecret(BaseModel):
+    """UpsertSecretRequestV1. The spec gives no rules for names beyond a string (an empty
+    one names nothing); the value is a SecretStr, so no repr or error shows it."""
+
+    name: str = Field(min_length=1)
+    value: SecretStr
+
+
 Body = TypeVar("Body", bound=BaseModel)
 
 
-def parse(model: type[Body], data: Any, rejected: str) -> Body:
+def parse(model: type[Body], data: Any, rejected: str, *, echo_input: bool = True) -> Body:
     """`data` as `model`, or a 400 whose message is `rejected` and the first problem found
-    (all of them in the details)."""
+    (all of them in the details, with the input that failed unless `echo_input` is off)."""
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        problems = exc.errors(include_url=False, include_context=False)
+        problems = exc.errors(include_url=False, include_context=False, include_input=echo_input)
         first = problems[0]
         where = ".".join(str(part) for part in first["loc"])
         what = str(first["msg"]).removeprefix("Value error, ")

@@ -151,6 +151,8 @@ class Deployment:
     truss_config: dict[str, Any] | None = None
     # Bumped whenever a new lifecycle step starts: events of older steps are then stale.
     generation: int = 0
+    # Why its last load failed (what Baseten's deployment logs would say), else None.
+    failure: str | None = None
 
 
 @dataclass
@@ -254,6 +256,20 @@ class Team:
     name: str
     created_at: float
     default: bool = False
+
+
+@dataclass
+class Secret:
+    """A team's secret. The value is never kept: only its SHA-256, which the control API
+    shows so a test can prove a rotation arrived without the value being anywhere."""
+
+    id: str
+    name: str
+    team_id: str
+    created_at: float
+    value_sha256: str
+    # Upserts that wrote it, the creating one included.
+    writes: int = 1
 
 
 @dataclass

@@ -16,14 +16,20 @@ from baseten_operator.sim.baseten.payloads import (
     CreateEnvironment,
     Promote,
     UpdateEnvironment,
+    UpsertSecret,
     parse,
 )
 from baseten_operator.sim.baseten.promotion_signals import PromotionSignals
+from baseten_operator.sim.baseten.records import DEFAULT_TEAM_ID
 
 Params = dict[str, str]
 # The team of the key that made the call ("" for an organisation key): what lists show it.
 CALLER_TEAM = "caller_team"
 RouteHandler = Callable[[SimEngine, Params, dict[str, list[str]], Any], Any]
+
+
+def _as_sent(body: Any) -> Any:
+    return body
 
 
 @dataclass(frozen=True)
@@ -32,12 +38,14 @@ class Route:
     pattern: re.Pattern[str]
     endpoint: str  # the name rate limits and faults are keyed on
     handler: RouteHandler
+    # The request body as the audit log keeps it.
+    audited: Callable[[Any], Any] = _as_sent
 
 
-def _parse(model: type[Body], body: Any) -> Body:
+def _parse(model: type[Body], body: Any, *, echo_input: bool = True) -> Body:
     if not isinstance(body, dict):
         raise bad_request("Request body must be a JSON object")
-    return parse(model, body, "Invalid request body")
+    return parse(model, body, "Invalid request body", echo_input=echo_input)
 
 
 def _name(query: dict[str, list[str]]) -> str | None:
@@ -103,6 +111,30 @@ def _promote(e: SimEngine, p: Params, q: dict[str, list[str]], b: Any) -> Any:
     )
 
 
+def _secrets_team(p: Params) -> str:
+    """The team a secrets call works on: the path's, else the caller's primary team (a team
+    key's own, the organisation's default team for an organisation key)."""
+    return p.get("team_id") or _caller_team(p) or DEFAULT_TEAM_ID
+
+
+def _list_secrets(e: SimEngine, p: Params, q: dict[str, list[str]], b: Any) -> Any:
+    return {"secrets": e.secrets.list_secrets(_secrets_team(p))}
+
+
+def _upsert_secret(e: SimEngine, p: Params, q: dict[str, list[str]], b: Any) -> Any:
+    req = _parse(UpsertSecret, b, echo_input=False)
+    return e.secrets.upsert(_secrets_team(p), req.name, req.value.get_secret_value())
+
+
+def _delete_secret(e: SimEngine, p: Params, q: dict[str, list[str]], b: Any) -> Any:
+    return e.secrets.delete(_secrets_team(p), p["secret_name"])
+
+
+def _upsert_audited(body: Any) -> Any:
+    """An upsert as the audit log keeps it: the name, never the value."""
+    return {"name": body.get("name")} if isinstance(body, dict) else None
+
+
 _MODEL = "/v1/models/(?P<model_id>[^/]+)"
 _DEPLOYMENT = _MODEL + "/deployments/(?P<deployment_id>[^/]+)"
 _ENVIRONMENT = _MODEL + "/environments/(?P<env_name>[^/]+)"
@@ -125,13 +157,33 @@ def _signal_handler(signal: Callable[[PromotionSignals, str, str], dict]) -> Rou
     return handle
 
 
-def _route(method: str, path: str, endpoint: str, handler: RouteHandler) -> Route:
-    return Route(method, re.compile(f"^{path}/?$"), endpoint, handler)
+def _route(
+    method: str,
+    path: str,
+    endpoint: str,
+    handler: RouteHandler,
+    audited: Callable[[Any], Any] = _as_sent,
+) -> Route:
+    return Route(method, re.compile(f"^{path}/?$"), endpoint, handler, audited)
+
+
+def _secret_routes(path: str, prefix: str) -> tuple[Route, ...]:
+    """List, upsert and delete under `path` (the workspace's or a team's), their endpoint
+    names starting with `prefix`."""
+    return (
+        _route("GET", path, f"list_{prefix}secrets", _list_secrets),
+        _route("POST", path, f"upsert_{prefix}secret", _upsert_secret, _upsert_audited),
+        _route(
+            "DELETE", path + "/(?P<secret_name>[^/]+)", f"delete_{prefix}secret", _delete_secret
+        ),
+    )
 
 
 ROUTES: tuple[Route, ...] = (
     _route("GET", "/v1/teams", "list_teams", _list_teams),
     _route("GET", "/v1/teams/(?P<team_id>[^/]+)/models", "list_team_models", _list_team_models),
+    *_secret_routes("/v1/secrets", ""),
+    *_secret_routes("/v1/teams/(?P<team_id>[^/]+)/secrets", "team_"),
     _route("GET", "/v1/models", "list_models", _list_models),
     _route("GET", _MODEL, "get_model", lambda e, p, q, b: e.get_model(p["model_id"])),
     _route("DELETE", _MODEL, "delete_model", lambda e, p, q, b: e.delete_model(p["model_id"])),

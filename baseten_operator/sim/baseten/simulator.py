@@ -17,7 +17,7 @@ from baseten_operator.sim.baseten.keys import KeyRing
 from baseten_operator.sim.baseten.lifecycle import LifecycleDurations
 from baseten_operator.sim.baseten.payloads import UpdateEnvironment, parse
 from baseten_operator.sim.baseten.ratelimit import Limit, RateLimiter
-from baseten_operator.sim.baseten.records import DEPLOY_FAILED
+from baseten_operator.sim.baseten.records import DEFAULT_TEAM_ID, DEPLOY_FAILED
 from baseten_operator.sim.baseten.s3 import S3Store
 
 
@@ -144,6 +144,17 @@ class BasetenSimulator:
             raise not_found(f"Team {name!r}")
         return str(teams[0]["id"])
 
+    def seed_secret(self, name: str, value: str, team: str | None = None) -> dict:
+        """A secret created outside the operator (the UI, the CLI): in the team named
+        `team`, default the organisation's default team. Answers as an upsert does."""
+        team_id = self._team_id(team) if team is not None else DEFAULT_TEAM_ID
+        return self.engine.secrets.upsert(team_id, name, value)
+
+    def secrets(self) -> list[dict]:
+        """Every secret: name, id, team (its name), writes (upserts so far) and value_sha256
+        (the SHA-256 of the value last written, hex); never the value itself."""
+        return self.engine.secrets.state()
+
     def seed_deployment(
         self, model_id: str, name: str, *, status: str = "ACTIVE", **extra: Any
     ) -> dict:
@@ -244,6 +255,10 @@ class BasetenSimulator:
         """Every request served (GETs and faulted ones included), from index `since` on."""
         return self._requests.entries(int(since))
 
+    def deployment_failure(self, deployment_id: str) -> dict:
+        """{id, status, failure}: why its last load failed (a secret its team lacks), or None."""
+        return self.engine.controls.deployment_failure(deployment_id)
+
     def uploaded_files(self, deployment_id: str) -> dict[str, str]:
         return self.engine.controls.uploaded_files(deployment_id)
 
@@ -263,6 +278,8 @@ class BasetenSimulator:
             "create_team": self.create_team,
             "add_api_key": self.add_api_key,
             "revoke_api_key": self.revoke_api_key,
+            "seed_secret": self.seed_secret,
+            "secrets": self.secrets,
             "seed_deployment": self.seed_deployment,
             "seed_environment": self.seed_environment,
             "fail_deployment": self.fail_deployment,
@@ -278,5 +295,6 @@ class BasetenSimulator:
             "audit_log": self.audit_log,
             "request_log": self.request_log,
             "uploaded_files": self.uploaded_files,
+            "deployment_failure": self.deployment_failure,
             "reset": self.reset,
         }

@@ -19,6 +19,7 @@ from baseten_operator.sim.baseten.records import (
     InstanceType,
     Model,
     Promotion,
+    Secret,
     Team,
 )
 
@@ -203,5 +204,15 @@ def model_view(
         "production_deployment_id": production.id if production else None,
         "development_deployment_id": None,
         "instance_type_name": (shown.instance_type if shown else InstanceType()).name,
+        "team_name": team_name,
+    }
+
+
+def secret_view(secret: Secret, team_name: str) -> dict:
+    """SecretV1: names only; the value is never returned (nor kept)."""
+    return {
+        "id": secret.id,
+        "name": secret.name,
+        "created_at": timestamp(secret.created_at),
         "team_name": team_name,
     }

@@ -173,7 +173,7 @@ def test_the_operator_starts_with_the_installed_deployments_arguments(
             [sys.executable, "-m", "baseten_operator.cli", "run", *container["args"],
              "--kubeconfig", str(kubeconfig)],
             tmp_path / "operator.log",
-            env={**container_env(cluster, container), "PYTHONPATH": str(REPO)},
+            env={**container_env(cluster, pod), "PYTHONPATH": str(REPO)},
         )  # fmt: skip
         wait_for(
             lambda: http_ok(f"http://127.0.0.1:{health}/readyz") or not process.alive(),
@@ -194,10 +194,11 @@ def test_the_operator_starts_with_the_installed_deployments_arguments(
         cluster.helm.uninstall(release)
 
 
-def container_env(cluster: Cluster, container: dict[str, Any]) -> dict[str, str]:
+def container_env(cluster: Cluster, pod: dict[str, Any]) -> dict[str, str]:
     """The container's environment as the kubelet would set it (values, Secret keys, fields)."""
+    fields = {"metadata.namespace": NAMESPACE, "spec.serviceAccountName": pod["serviceAccountName"]}
     env = {}
-    for variable in container["env"]:
+    for variable in pod["containers"][0]["env"]:
         source = variable.get("valueFrom", {})
         if "value" in variable:
             env[variable["name"]] = variable["value"]
@@ -205,8 +206,39 @@ def container_env(cluster: Cluster, container: dict[str, Any]) -> dict[str, str]
             ref = source["secretKeyRef"]
             secret = cluster.kubectl.json("get", "secret", ref["name"], "-n", NAMESPACE)
             env[variable["name"]] = base64.b64decode(secret["data"][ref["key"]]).decode()
-        elif source.get("fieldRef", {}).get("fieldPath") == "metadata.namespace":
-            env[variable["name"]] = NAMESPACE
+        elif source.get("fieldRef", {}).get("fieldPath") in fields:
+            env[variable["name"]] = fields[source["fieldRef"]["fieldPath"]]
         else:
             raise AssertionError(f"unhandled env source {variable}")
     return env
+
+
+def test_a_namespace_opts_in_to_secret_reading_with_the_sample_role_binding(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    """The chart ships the ClusterRole and binds it nowhere; the sample RoleBinding, applied
+    in one namespace, lets the operator's ServiceAccount read Secrets there and only there."""
+    release = "baseten-operator"
+    installed = cluster.helm.install(cluster.chart, release, {}, create_namespace=True)
+    try:
+        assert "--clusterrole=baseten-operator-secret-reader" in installed["notes"]
+        assert "baseten-operator-secret-reader" in cluster.names("clusterroles")
+        for namespace in ("opted-in", "not-opted-in"):
+            cluster.kubectl.apply(
+                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
+            )
+        sample = REPO / "config" / "samples" / "secret_reader_rolebinding.yaml"
+        cluster.kubectl.run("apply", "-n", "opted-in", "-f", str(sample))
+        if cluster.kube.plane is not None:  # the emulator enforces no RBAC
+            kubeconfig = cluster.kube.service_account_kubeconfig(
+                tmp_path / "kubeconfig", NAMESPACE, f"{release}-controller-manager"
+            )
+            operator = Kubectl(str(kubeconfig))
+            assert operator.run("get", "secrets", "-n", "opted-in").returncode == 0
+            refused = operator.run("get", "secrets", "-n", "not-opted-in", check=False)
+            assert refused.returncode != 0 and "Forbidden" in refused.stderr
+    finally:
+        for namespace in ("opted-in", "not-opted-in"):
+            cluster.kubectl.run("delete", "namespace", namespace, "--wait=false", check=False)
+        cluster.helm.uninstall(release, ignore_not_found=True)
+    assert "baseten-operator-secret-reader" not in cluster.names("clusterroles")

@@ -73,3 +73,10 @@ def test_the_playbook_tells_a_bad_rollout_reverted() -> None:
     assert "img-1.0-wgt-1.0-p-1.3" in sources[1]
     assert any('"ramp_up_while_promoting":true' in c for c in play.commands)
     assert play.commands[-1] == "kubectl get events --field-selector reason=PromotionCancelled"
+
+
+def test_the_playbook_rotates_a_secret_and_shows_its_hash_not_its_value() -> None:
+    plays = build_playbook("/k/config", "http://127.0.0.1:1", PlaybookIds("a1", "b2", "c3"))
+    (play,) = [p for p in plays if p.title == "Rotate a Secret"]
+    assert any(c.startswith("kubectl create secret generic hf-token ") for c in play.commands)
+    assert play.commands[-1] == "curl -sS --fail-with-body http://127.0.0.1:1/_sim/secrets"

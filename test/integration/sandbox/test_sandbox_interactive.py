@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import signal
 import subprocess
@@ -71,6 +73,17 @@ def test_interactive_prints_working_commands_and_stops_on_sigint(
             continue
         result = run(command, env)
         assert result.returncode == 0, f"{command}\n{result.stdout}\n{result.stderr}"
+
+    # The rotation reached Baseten: the simulator holds the new value's hash (its count of
+    # writes: the first sync's and the rotation's, or only the latter's if it came first).
+    rotated = hashlib.sha256(b"hf_my_rotated_token").hexdigest()
+
+    def holds_rotated(result: subprocess.CompletedProcess[str]) -> bool:
+        held = [s for s in json.loads(result.stdout or "[]") if s["name"] == "hf_access_token"]
+        return bool(held) and held[0]["value_sha256"] == rotated and held[0]["writes"] <= 2
+
+    secrets = next(c for c in commands if c.endswith("/_sim/secrets"))
+    run_until(secrets, env, holds_rotated)
 
     # The last play deletes the guarded model and drains it: the operator lets it go.
     run_until(

@@ -252,13 +252,14 @@ def test_event_types_follow_section_10() -> None:
         "DeploymentReactivated", "TrussPushStarted",
         "TrussPushCompleted", "ReconciliationPaused", "OrphanDeploymentsScaledIn",
         "OrphanDeploymentsDeleted", "DeploymentRetried", "ModelDeleted",
-        "PromotionCancelled",
+        "PromotionCancelled", "SecretSynced", "SecretDeleted",
     }  # fmt: skip
     assert {r.value for r in EventReason if event_type(r) == "Normal"} == normal
     # 14 of section 10, issue 12's tenancy warnings, issue 15's schedule failures and issue
-    # 31's failed cancellations.
+    # 31's failed cancellations, issue 29's BasetenSecret failures.
     warnings = {r.value for r in EventReason if event_type(r) == "Warning"}
-    assert len(warnings) == 18
+    assert len(warnings) == 20
+    assert {"SecretSyncFailed", "SecretDeleteBlocked"} <= warnings
     assert {
         "EnvironmentConflict",
         "PolicyViolation",

@@ -60,7 +60,12 @@ def test_generator_check_mode_passes_on_the_committed_tree(repo_root: Path) -> N
 
 def test_kustomization_lists_the_crd(repo_root: Path) -> None:
     kustomization = yaml.safe_load((repo_root / "config/crd/kustomization.yaml").read_text())
-    assert kustomization == {"resources": ["bases/models.baseten.com_basetenmodels.yaml"]}
+    assert kustomization == {
+        "resources": [
+            "bases/models.baseten.com_basetenmodels.yaml",
+            "bases/models.baseten.com_basetensecrets.yaml",
+        ]
+    }
 
 
 def test_yaml_round_trips() -> None:

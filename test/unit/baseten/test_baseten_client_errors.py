@@ -11,42 +11,15 @@ import pytest
 import requests
 import responses
 import structlog
-from urllib3.exceptions import (
-    ConnectTimeoutError,
-    MaxRetryError,
-    NewConnectionError,
-    ProtocolError,
-)
 
 from baseten_operator.baseten.client import BasetenClient
 from baseten_operator.baseten.errors import BasetenAPIError, RateLimited
 from baseten_operator.runtime.clock import FakeClock
 from baseten_operator.runtime.fence import NotLeader, WriteFence
 from testsupport.polling import wait_for
+from testsupport.request_failures import connect_timed_out, refused, reset
 
 ACTIVATE_TEMPLATE = "/v1/models/{model_id}/deployments/{deployment_id}/activate"
-
-
-# The failures as requests raises them (urllib3's, wrapped).
-
-
-def refused() -> requests.ConnectionError:
-    """Nothing listens: the server never saw the request."""
-    cause = NewConnectionError(
-        None, "Failed to establish a new connection: [Errno 111] Connection refused"
-    )  # type: ignore[arg-type]
-    return requests.ConnectionError(MaxRetryError(None, "/v1", cause))  # type: ignore[arg-type]
-
-
-def connect_timed_out() -> requests.ConnectTimeout:
-    cause = ConnectTimeoutError("connect timed out")
-    return requests.ConnectTimeout(MaxRetryError(None, "/v1", cause))  # type: ignore[arg-type]
-
-
-def reset() -> requests.ConnectionError:
-    """The connection broke after the request went out: it may have been acted on."""
-    cause = ConnectionResetError(104, "Connection reset by peer")
-    return requests.ConnectionError(ProtocolError("Connection aborted.", cause))
 
 
 def test_401_is_not_retried_and_carries_the_server_message(

@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from pydantic import SecretStr
 
 from baseten_operator.api.constants import FINALIZER
 from baseten_operator.baseten.errors import AmbiguousModelName, BasetenAPIError
@@ -32,17 +33,23 @@ from baseten_operator.baseten.models import (
     ModelV1,
     PromotionSettingsV1,
     RetryResult,
+    SecretV1,
     TeamV1,
 )
 from baseten_operator.baseten.pool import BasetenClientPool
 from baseten_operator.controller.context import Dependencies
 from baseten_operator.controller.ownership import claim_index
 from baseten_operator.controller.reconciler import BasetenModelReconciler
+from baseten_operator.controller.secret_context import OperatorIdentity, SecretDependencies
+from baseten_operator.controller.secret_fingerprint import fingerprint_key
+from baseten_operator.controller.secret_ownership import secret_claim_index
+from baseten_operator.controller.secret_reconciler import BasetenSecretReconciler
+from baseten_operator.controller.secret_telemetry import LastSyncAges
 from baseten_operator.controller.tenancy import Tenancy
 from baseten_operator.controller.timing import Timing
 from baseten_operator.runtime.clock import FakeClock
 from baseten_operator.runtime.controller import Request, Result
-from baseten_operator.runtime.errors import Conflict, NotFound
+from baseten_operator.runtime.errors import Conflict, Forbidden, NotFound
 from baseten_operator.runtime.recorder import FakeRecorder
 from baseten_operator.truss.pusher import PushOutcome, PushRequest
 
@@ -70,6 +77,8 @@ class FakeBaseten:
             "list_deployments",
             "find_deployment",
             "get_deployment",
+            "list_secrets",
+            "list_team_secrets",
         }
     )
 
@@ -87,6 +96,9 @@ class FakeBaseten:
         self.ambiguous: list[str] | None = None
         self.teams: dict[str, str] = {}  # team name -> id
         self.model_teams: dict[str, str] = {}  # model id -> team id
+        # Secrets by (team id, name), team None for the key's primary team; with their
+        # values (Baseten never returns one) so that tests can assert what was written.
+        self.secrets: dict[tuple[str | None, str], tuple[SecretV1, str]] = {}
         self._ids = itertools.count(1)
 
     # --- test setup ----------------------------------------------------------------------
@@ -149,6 +161,27 @@ class FakeBaseten:
         )
         self.environments[(model_id, name)] = env
         return env
+
+    def add_secret(
+        self, name: str, value: str = "secret-value", team: str | None = None
+    ) -> SecretV1:
+        """A secret created outside the operator; `team`: a team's, else the primary team's."""
+        team_id = self.teams.setdefault(team, f"team-{team}") if team is not None else None
+        return self._store_secret(team_id, name, value)
+
+    def secret_value(self, name: str, team: str | None = None) -> str | None:
+        team_id = self.teams.get(team) if team is not None else None
+        stored = self.secrets.get((team_id, name))
+        return stored[1] if stored is not None else None
+
+    def _store_secret(self, team_id: str | None, name: str, value: str) -> SecretV1:
+        known = self.secrets.get((team_id, name))
+        secret = known[0] if known is not None else SecretV1(id=f"s{next(self._ids)}", name=name)
+        self.secrets[(team_id, name)] = (secret, value)
+        return secret
+
+    def _secrets_of(self, team_id: str | None) -> list[SecretV1]:
+        return [secret for (team, _), (secret, _) in self.secrets.items() if team == team_id]
 
     @property
     def writes(self) -> list[tuple[str, tuple[Any, ...]]]:
@@ -294,6 +327,30 @@ class FakeBaseten:
         source = self.get_deployment(model_id, deployment_id)
         return source.model_copy(update={"status": "BUILDING"})
 
+    def list_secrets(self) -> list[SecretV1]:
+        self._enter("list_secrets")
+        return self._secrets_of(None)
+
+    def upsert_secret(self, name: str, value: SecretStr) -> SecretV1:
+        self._enter("upsert_secret", name, value)
+        return self._store_secret(None, name, value.get_secret_value())
+
+    def delete_secret(self, name: str) -> bool:
+        self._enter("delete_secret", name)
+        return self.secrets.pop((None, name), None) is not None
+
+    def list_team_secrets(self, team_id: str) -> list[SecretV1]:
+        self._enter("list_team_secrets", team_id)
+        return self._secrets_of(team_id)
+
+    def upsert_team_secret(self, team_id: str, name: str, value: SecretStr) -> SecretV1:
+        self._enter("upsert_team_secret", team_id, name, value)
+        return self._store_secret(team_id, name, value.get_secret_value())
+
+    def delete_team_secret(self, team_id: str, name: str) -> bool:
+        self._enter("delete_team_secret", team_id, name)
+        return self.secrets.pop((team_id, name), None) is not None
+
     def cancel_promotion(self, model_id: str, env_name: str) -> CancelPromotionAck:
         self._enter("cancel_promotion", model_id, env_name)
         env = self.get_environment(model_id, env_name)
@@ -378,6 +435,23 @@ class Cache:
 
     def get(self, namespace: str | None, name: str) -> dict[str, Any] | None:
         return self._kube.objects.get((namespace or "", name))
+
+
+class LaggingCache(Cache):
+    """An informer that can fall behind: after `lag()` it serves the objects as they were
+    then, as a watch that has not yet delivered the latest writes does."""
+
+    def __init__(self, kube: FakeKube) -> None:
+        super().__init__(kube)
+        self._snapshot: dict[tuple[str, str], dict[str, Any]] | None = None
+
+    def lag(self) -> None:
+        self._snapshot = copy.deepcopy(self._kube.objects)
+
+    def get(self, namespace: str | None, name: str) -> dict[str, Any] | None:
+        if self._snapshot is None:
+            return super().get(namespace, name)
+        return self._snapshot.get((namespace or "", name))
 
 
 class ConfigMaps:
@@ -667,3 +741,180 @@ def h() -> Harness:
 @pytest.fixture
 def iso_time() -> Callable[[float], str]:
     return iso
+
+
+# --- BasetenSecret --------------------------------------------------------------------------
+
+SECRET_CR = "hf-token"
+SECRET_NAME = "hf_token"
+# The user the API server names when it refuses the operator a Secret.
+OPERATOR_USER = "system:serviceaccount:baseten-system:baseten-operator-controller-manager"
+
+
+class UserSecrets:
+    """The referenced Secrets as the operator reads them (secret_context.SecretSource):
+    refused (403) in the namespaces listed in `forbidden`, as without the RoleBinding."""
+
+    def __init__(self) -> None:
+        self.items: dict[tuple[str, str], dict[str, Any]] = {}
+        self.forbidden: set[str] = set()
+        self.reads = 0
+
+    def put(self, name: str, data: dict[str, bytes | str], namespace: str = NAMESPACE) -> None:
+        encoded = {
+            key: base64.b64encode(value if isinstance(value, bytes) else value.encode()).decode()
+            for key, value in data.items()
+        }
+        self.items[(namespace, name)] = {
+            "metadata": {"name": name, "namespace": namespace},
+            "data": encoded,
+        }
+
+    def get(self, namespace: str, name: str) -> dict[str, Any] | None:
+        self.reads += 1
+        if namespace in self.forbidden:
+            raise Forbidden(
+                403,
+                "Forbidden",
+                f'secrets "{name}" is forbidden: User "{OPERATOR_USER}" cannot get resource '
+                f'"secrets" in API group "" in the namespace "{namespace}"',
+            )
+        return copy.deepcopy(self.items.get((namespace, name)))
+
+
+@dataclass
+class SecretHarness:
+    """A BasetenSecret's passes on fakes and the fake clock (the `sh` fixture)."""
+
+    baseten: FakeBaseten = field(default_factory=FakeBaseten)
+    kube: FakeKube = field(default_factory=FakeKube)
+    recorder: FakeRecorder = field(default_factory=FakeRecorder)
+    clock: FakeClock = field(default_factory=lambda: FakeClock(START))
+    timing: Timing = field(default_factory=Timing)
+    secrets: UserSecrets = field(default_factory=UserSecrets)
+    namespaces: Namespaces = field(default_factory=Namespaces)
+    api_keys: Secrets = field(default_factory=Secrets)
+    models: list[dict[str, Any]] = field(default_factory=list)
+    keyed: dict[str, FakeBaseten] = field(default_factory=dict)
+    synced: list[str] = field(default_factory=list)
+    require_namespace_policy: bool = False
+    writes: int = 0
+    events: list[tuple[str, str, str]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.ages = LastSyncAges(self.clock)
+        self.cache = LaggingCache(self.kube)
+        self.reconciler = BasetenSecretReconciler(
+            SecretDependencies(
+                kube=self.kube,
+                baseten=self.baseten,
+                recorder=self.recorder,
+                clock=self.clock,
+                timing=self.timing,
+                crs=self.cache,
+                secrets=self.secrets,
+                claimants=lambda name: [
+                    obj for obj in self.kube.objects.values() if name in secret_claim_index(obj)
+                ],
+                models_naming=lambda name: [
+                    model
+                    for model in self.models
+                    if name in ((model["spec"].get("trussConfig") or {}).get("secrets") or {})
+                ],
+                fingerprint_key=fingerprint_key("operator-api-key"),
+                identity=OperatorIdentity(OPERATOR_NAMESPACE, "baseten-operator"),
+                ages=self.ages,
+                on_synced=self.synced.append,
+                tenancy=Tenancy(
+                    namespaces=self.namespaces,
+                    secrets=self.api_keys,
+                    pool=BasetenClientPool(
+                        self.baseten, lambda key: self.keyed.setdefault(key, FakeBaseten())
+                    ),
+                    claimants=lambda _value: [],
+                    operator_namespace=OPERATOR_NAMESPACE,
+                    require_policy=self.require_namespace_policy,
+                ),
+            )
+        )
+
+    def create(
+        self,
+        *,
+        name: str = SECRET_CR,
+        namespace: str = NAMESPACE,
+        finalizer: bool = True,
+        created: str = "2026-01-01T00:00:00Z",
+        **spec: Any,
+    ) -> dict[str, Any]:
+        body = {"name": SECRET_NAME, "secretRef": {"name": "hf", "key": "token"}, **spec}
+        return self.kube.put(
+            {
+                "apiVersion": "models.baseten.com/v1alpha1",
+                "kind": "BasetenSecret",
+                "metadata": {
+                    "name": name,
+                    "namespace": namespace,
+                    "generation": 1,
+                    "creationTimestamp": created,
+                    "finalizers": [FINALIZER] if finalizer else [],
+                },
+                "spec": body,
+            }
+        )
+
+    def edit(
+        self,
+        change: Callable[[dict[str, Any]], None],
+        name: str = SECRET_CR,
+        namespace: str = NAMESPACE,
+    ) -> None:
+        obj = self.kube.get(None, name, namespace)
+        change(obj)
+        self.kube.put(obj)
+
+    def delete(self, name: str = SECRET_CR, namespace: str = NAMESPACE) -> None:
+        self.edit(
+            lambda obj: obj["metadata"].update(deletionTimestamp="2026-01-01T01:00:00Z"),
+            name,
+            namespace,
+        )
+
+    def add_model(self, name: str, *secret_names: str, namespace: str = NAMESPACE) -> None:
+        self.models.append(
+            {
+                "metadata": {"name": name, "namespace": namespace},
+                "spec": {
+                    "modelName": name,
+                    "environment": {"name": "production"},
+                    "trussConfig": {
+                        "resources": {"cpu": "1"},
+                        "baseImage": {"image": "python:3.11"},
+                        "secrets": {secret: "" for secret in secret_names},
+                    },
+                },
+            }
+        )
+
+    def status(self, name: str = SECRET_CR, namespace: str = NAMESPACE) -> dict[str, Any]:
+        return self.kube.get(None, name, namespace).get("status") or {}
+
+    def run(self, name: str = SECRET_CR, namespace: str = NAMESPACE) -> Result:
+        writes_before = len(self.kube.status_writes)
+        events_before = len(self.recorder.events)
+        try:
+            return self.reconciler.reconcile(Request(namespace, name))
+        finally:
+            self.writes = len(self.kube.status_writes) - writes_before
+            self.events = self.recorder.events[events_before:]
+
+    def reasons(self) -> list[str]:
+        return [reason for _, reason, _ in self.events]
+
+    def upserts(self) -> list[tuple[Any, ...]]:
+        return self.baseten.called("upsert_secret")
+
+
+@pytest.fixture
+def sh() -> SecretHarness:
+    return SecretHarness()

@@ -57,6 +57,14 @@ def pushing(h) -> None:
     run(h)
 
 
+def waiting_for_secrets(h) -> None:
+    """The push waits for a Baseten secret someone has yet to create."""
+    h.baseten.add_model()
+    h.create(sourceDeploymentName=None, trussConfig={**TRUSS, "secrets": {"hf_token": ""}})
+    h.edit(lambda o: o["spec"].pop("sourceDeploymentName"))
+    run(h)
+
+
 def waiting_for_a_build(h) -> None:
     serving_old(h, "BUILDING")
     h.create()
@@ -146,6 +154,8 @@ SITUATIONS: dict[str, tuple[Callable[[Any], None], str, str]] = {
     "ACTIVE": (active, "ACTIVE", "Current"),
     "promoting": (promoting, "PROMOTING", "InProgress"),
     "pushing": (pushing, "DEPLOYING", "InProgress"),
+    # Goes on by itself once the secret exists, whoever creates it.
+    "waiting for secrets": (waiting_for_secrets, "PENDING", "InProgress"),
     "waiting for a build": (waiting_for_a_build, "BUILDING", "InProgress"),
     "FAILED, retry scheduled": (failed_retry_scheduled, "BUILD_FAILED", "InProgress"),
     "FAILED, Baseten unreachable": (failed_baseten_unreachable, "FAILED", "InProgress"),

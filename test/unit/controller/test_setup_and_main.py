@@ -179,7 +179,7 @@ def test_a_pass_stuck_for_two_baseten_deadlines_fails_liveness(
         clock=clock,
     )
     responsive = manager._liveness_checks["workers-responsive"]
-    (controller,) = manager._work
+    controller, _secret_controller = manager._work
     queue = controller.queue  # type: ignore[attr-defined]
     assert responsive()
     queue.add(Request("ns", "slow"))

@@ -9,12 +9,13 @@ from lupa import LuaRuntime
 from testsupport.paths import REPO
 
 HEALTH_KEY = "resource.customizations.health.models.baseten.com_BasetenModel"
+SECRET_HEALTH_KEY = "resource.customizations.health.models.baseten.com_BasetenSecret"
 PATCH = REPO / "deploy" / "argocd" / "argocd-cm-health.yaml"
 
 
-def argo_health(obj: dict[str, Any]) -> tuple[str, str]:
+def argo_health(obj: dict[str, Any], key: str = HEALTH_KEY) -> tuple[str, str]:
     """Evaluate the check as Argo CD does: the script sees `obj` and returns `hs`."""
-    script = yaml.safe_load(PATCH.read_text())["data"][HEALTH_KEY]
+    script = yaml.safe_load(PATCH.read_text())["data"][key]
     lua = LuaRuntime(unpack_returned_tuples=True)
     lua.globals().obj = lua.table_from(obj, recursive=True)
     hs = lua.execute(script)
@@ -60,3 +61,80 @@ def test_health_follows_ready_and_progressing(
 @pytest.mark.parametrize("obj", [{}, {"status": {}}, {"status": {"conditions": []}}])
 def test_no_conditions_yet_is_progressing(obj: dict[str, Any]) -> None:
     assert argo_health(obj) == ("Progressing", "Waiting for reconciliation")
+
+
+# --------------------------------------------------------------------------- BasetenSecret
+
+
+def bsec(state: str | None, *, ready: str = "False", generation: int = 2, **status: Any) -> Any:
+    """A BasetenSecret at `generation` whose status (if `state`) is of that generation."""
+    obj: dict[str, Any] = {"metadata": {"name": "hf", "generation": generation}}
+    if state is not None:
+        observed = {"observedGeneration": generation, **status}
+        obj["status"] = {
+            "state": state,
+            "message": f"{state.lower()} message",
+            "conditions": [
+                {**cond("Ready", ready, "r"), "observedGeneration": generation},
+                cond("Progressing", "True" if state == "WAITING_FOR_SECRET" else "False", "p"),
+            ],
+            **observed,
+        }
+    return obj
+
+
+def secret_health(obj: Any) -> tuple[str, str]:
+    return argo_health(obj, SECRET_HEALTH_KEY)
+
+
+@pytest.mark.parametrize(
+    ("state", "ready", "expected"),
+    [
+        ("SYNCED", "True", "Healthy"),
+        ("WAITING_FOR_SECRET", "False", "Progressing"),
+        ("PAUSED", "False", "Suspended"),
+        ("FORBIDDEN", "False", "Degraded"),
+        ("CONFLICT", "False", "Degraded"),
+        ("FAILED", "False", "Degraded"),
+        # As a BasetenModel's refused deletion: Ready and Progressing False, Degraded.
+        ("DELETE_BLOCKED", "False", "Degraded"),
+    ],
+)
+def test_a_basetensecrets_health_follows_its_state(state: str, ready: str, expected: str) -> None:
+    assert secret_health(bsec(state, ready=ready)) == (expected, f"{state.lower()} message")
+
+
+@pytest.mark.parametrize(
+    "obj",
+    [
+        bsec(None),  # no status yet
+        {"metadata": {"generation": 1}, "status": {}},
+        bsec("SYNCED", ready="True", observedGeneration=1),  # a spec change not yet observed
+        bsec("FAILED", observedGeneration=1),
+    ],
+)
+def test_a_basetensecret_not_yet_observed_is_progressing(obj: Any) -> None:
+    assert secret_health(obj) == ("Progressing", "Waiting for reconciliation")
+
+
+def test_synced_is_healthy_only_with_ready_true_for_the_current_generation() -> None:
+    stale_ready = bsec("SYNCED", ready="True")
+    stale_ready["status"]["conditions"][0]["observedGeneration"] = 1
+    assert secret_health(stale_ready) == ("Progressing", "synced message")
+    assert secret_health(bsec("SYNCED", ready="False")) == ("Progressing", "synced message")
+
+
+@pytest.mark.parametrize(
+    ("ready", "progressing", "expected"),
+    [
+        ("True", "False", "Healthy"),
+        ("False", "True", "Progressing"),
+        ("False", "False", "Degraded"),
+    ],
+)
+def test_a_state_it_does_not_know_is_judged_by_the_conditions(
+    ready: str, progressing: str, expected: str
+) -> None:
+    obj = bsec("OUT_OF_SYNC")
+    obj["status"]["conditions"] = [cond("Ready", ready, "r"), cond("Progressing", progressing, "p")]
+    assert secret_health(obj) == (expected, "out_of_sync message")

@@ -80,10 +80,11 @@ def test_the_job_runs_as_its_service_account_with_exactly_the_reads_of_a_plan() 
         for resource in rule["resources"]
         for verb in rule["verbs"]
     }
-    # Every BasetenModel is listed (siblings and claims span namespaces); a Namespace's
-    # policy and a setup script's ConfigMap are read by name.
+    # Every BasetenModel and BasetenSecret is listed (siblings and claims span namespaces);
+    # a Namespace's policy and a setup script's ConfigMap are read by name.
     assert granted == {
         ("models.baseten.com", "basetenmodels", "list"),
+        ("models.baseten.com", "basetensecrets", "list"),
         ("", "namespaces", "get"),
         ("", "configmaps", "get"),
     }

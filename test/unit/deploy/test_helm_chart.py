@@ -129,13 +129,14 @@ def test_chart_copies_of_crd_rbac_and_monitoring_are_fresh() -> None:
     assert stale == [], f"stale: {stale}; run `make manifests` and commit the result"
 
 
-def test_chart_crd_is_config_crd() -> None:
+@pytest.mark.parametrize("plural", ["basetenmodels", "basetensecrets"])
+def test_chart_crd_is_config_crd(plural: str) -> None:
     config_crd = yaml.safe_load(
-        (REPO / "config" / "crd" / "bases" / "models.baseten.com_basetenmodels.yaml").read_text()
+        (REPO / "config" / "crd" / "bases" / f"models.baseten.com_{plural}.yaml").read_text()
     )
-    rendered = find(objects(), "CustomResourceDefinition")
+    name = config_crd["metadata"]["name"]
+    rendered = find(objects(), "CustomResourceDefinition", name)
     assert rendered["spec"] == config_crd["spec"]
-    assert rendered["metadata"]["name"] == config_crd["metadata"]["name"]
 
 
 # --------------------------------------------------------------------------- chart = config/default
@@ -165,10 +166,16 @@ def without_helm_labels(obj: Any, key: str = "") -> Any:
     return obj
 
 
+# Named the same in every release: the operator's FORBIDDEN message names it.
+SECRET_READER = "baseten-operator-secret-reader"
+
+
 def normalized(obj: Obj, prefix: str) -> Obj:
     """obj without Helm's labels, and without the name prefix where kustomize's namePrefix goes."""
 
     def strip(name: str) -> str:
+        if name == SECRET_READER:
+            return name.removeprefix("baseten-operator-")
         return name.removeprefix(prefix + "-")
 
     obj = without_helm_labels(obj)
@@ -248,6 +255,19 @@ def test_defaults_render_the_operator_with_secure_metrics_and_no_opt_ins() -> No
         "name": "baseten-operator-api-key",
         "key": "api-key",
     }
+    assert downward_fields(container) == {
+        "POD_NAMESPACE": "metadata.namespace",
+        "SERVICE_ACCOUNT_NAME": "spec.serviceAccountName",
+    }
+
+
+def downward_fields(container: Obj) -> dict[str, str]:
+    """The variables the kubelet fills from the pod's own fields."""
+    return {
+        e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"]
+        for e in container["env"]
+        if "fieldRef" in e.get("valueFrom", {})
+    }
 
 
 def test_aggregation_into_the_builtin_roles_is_opt_in() -> None:
@@ -314,8 +334,10 @@ def test_empty_namespace_name_means_the_release_namespace() -> None:
 
 def test_without_crd() -> None:
     assert "CustomResourceDefinition" not in kinds(objects({"crds": {"install": False}}))
-    kept = find(objects({"crds": {"keep": True}}), "CustomResourceDefinition")
-    assert kept["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep"
+    kept = [o for o in objects({"crds": {"keep": True}}) if o["kind"] == "CustomResourceDefinition"]
+    assert len(kept) == 2
+    for crd in kept:
+        assert crd["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep"
 
 
 def test_image_override_and_pull_secrets() -> None:
@@ -369,6 +391,42 @@ def test_existing_service_account() -> None:
     assert pod_spec(objs)["serviceAccountName"] == "platform-ops"
     with pytest.raises(helm.HelmRenderError, match="serviceAccount.name is required"):
         objects({"serviceAccount": {"create": False}})
+
+
+def secret_readers(objs: list[Obj]) -> list[Obj]:
+    return [o for o in objs if o["metadata"]["name"] == SECRET_READER]
+
+
+@pytest.mark.parametrize("release", [RELEASE, "my-ops"])
+def test_the_secret_reader_cluster_role_has_a_fixed_name_and_no_binding(release: str) -> None:
+    objs = objects(release=release)
+    [role] = secret_readers(objs)
+    assert role["kind"] == "ClusterRole"
+    assert role["rules"] == [
+        {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list", "watch"]}
+    ]
+    bound = [o for o in objs if o["kind"].endswith("Binding")]
+    assert SECRET_READER not in {b["roleRef"]["name"] for b in bound}  # opt-in, per namespace
+
+
+def test_a_second_release_can_leave_the_secret_reader_to_the_first() -> None:
+    assert secret_readers(objects({"rbac": {"secretReaderClusterRole": False}})) == []
+
+
+def test_the_notes_tell_how_a_namespace_opts_in_to_secret_reading() -> None:
+    notes = next(
+        text
+        for path, text in chart().render({}, name=RELEASE, namespace=NAMESPACE).items()
+        if path.endswith("NOTES.txt")
+    )
+    assert "--clusterrole=baseten-operator-secret-reader" in notes
+    assert f"--serviceaccount={NAMESPACE}:{RELEASE}-controller-manager" in notes
+    without = chart().render(
+        {"rbac": {"secretReaderClusterRole": False}}, name=RELEASE, namespace=NAMESPACE
+    )
+    assert "does not create that ClusterRole" in next(
+        text for path, text in without.items() if path.endswith("NOTES.txt")
+    )
 
 
 def test_no_rbac() -> None:

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from baseten_operator.api.constants import BASETENMODELS
+from baseten_operator.api.constants import BASETENMODELS, BASETENSECRETS
 from baseten_operator.runtime.resource import (
     CONFIGMAPS,
     EVENTS,
@@ -33,6 +33,8 @@ SERVICE_ACCOUNT = "baseten-operator-controller-manager"
 MANAGER_ROLE = "baseten-operator-manager-role"
 LEADER_ELECTION_ROLE = "baseten-operator-leader-election-role"
 SECRET_READER_ROLE = "baseten-operator-api-key-secret-reader-role"
+# Reading namespaces' Secrets for BasetenSecrets: shipped, bound by no one (opt-in).
+OPT_IN_SECRET_READER = "baseten-operator-secret-reader"
 # Issue 12 grants get next to the informers' list and watch on these two.
 READ_ALSO_GRANTED = {(NAMESPACES.group, NAMESPACES.plural), (SECRETS.group, SECRETS.plural)}
 BASETENMODEL_ROLES = {
@@ -49,6 +51,7 @@ KUBE_CALLERS = [
     PACKAGE / "runtime" / "leaderelection.py",
 ]
 RESOURCES = {"BASETENMODELS": BASETENMODELS, "CONFIGMAPS": CONFIGMAPS, "EVENTS": EVENTS}
+RESOURCES["BASETENSECRETS"] = BASETENSECRETS
 RESOURCES.update(LEASES=LEASES, NAMESPACES=NAMESPACES, SECRETS=SECRETS)
 # KubeClient method -> (subresource, RBAC verb).
 CLIENT_VERBS = {
@@ -179,6 +182,14 @@ def test_api_key_comes_from_the_secret_and_leader_election_is_on() -> None:
     assert manager_pod()["serviceAccountName"] == SERVICE_ACCOUNT
 
 
+def test_the_pod_knows_its_namespace_and_service_account() -> None:
+    """Where API key Secrets live, and whom a FORBIDDEN BasetenSecret's message names when
+    the API server's refusal does not say (main.operator_identity)."""
+    env = {e["name"]: e.get("valueFrom") for e in manager_container()["env"]}
+    assert env["POD_NAMESPACE"] == {"fieldRef": {"fieldPath": "metadata.namespace"}}
+    assert env["SERVICE_ACCOUNT_NAME"] == {"fieldRef": {"fieldPath": "spec.serviceAccountName"}}
+
+
 # --------------------------------------------------------------------------- least privilege
 
 
@@ -190,13 +201,44 @@ def _grant(permissions: Permissions, resource: Resource, suffix: str, verb: str)
     permissions.setdefault((resource.group, resource.plural + suffix), set()).add(verb)
 
 
+def _status_writer_resource(node: ast.AST) -> Resource | None:
+    """`resource = RESOURCE` in a class: a status writer's kind (status.py), whose writes
+    are `update_status` and, on a conflict, `get`."""
+    if not isinstance(node, ast.ClassDef):
+        return None
+    for statement in node.body:
+        if (
+            isinstance(statement, ast.Assign)
+            and [getattr(t, "id", None) for t in statement.targets] == ["resource"]
+            and isinstance(statement.value, ast.Name)
+        ):
+            return _resource_of(statement.value)
+    return None
+
+
 def permissions_the_code_uses() -> Permissions:
     """Every `<client>.<verb>(RESOURCE, ...)` call, list+watch for every informer wired
     with `<manager>.informer(RESOURCE)` (the reconciler reads everything else from them),
-    and get for the whole objects read behind one (`FetchedObjects(client, RESOURCE, ...)`)."""
+    get for the whole objects read behind one (`FetchedObjects(client, RESOURCE, ...)`),
+    patch for `set_finalizer_on(client, RESOURCE, ...)`, and a status writer's
+    `update_status` and `get` on the `resource` it names."""
     permissions: Permissions = {}
     for path in KUBE_CALLERS:
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            written = _status_writer_resource(node)
+            if written is not None:
+                _grant(permissions, written, "/status", "update")
+                _grant(permissions, written, "", "get")
+                continue
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id == "set_finalizer_on"
+            ):
+                patched = _resource_of(node.args[1]) if len(node.args) > 1 else None
+                if patched is not None:
+                    _grant(permissions, patched, "", "patch")
+                continue
             if not isinstance(node, ast.Call):
                 continue
             if isinstance(node.func, ast.Name) and node.func.id == "FetchedObjects":
@@ -232,6 +274,8 @@ def test_the_code_is_what_the_scan_sees() -> None:
     used = permissions_the_code_uses()
     assert used[("models.baseten.com", "basetenmodels")] >= {"list", "watch", "patch"}
     assert used[("models.baseten.com", "basetenmodels/status")] == {"update"}
+    assert used[("models.baseten.com", "basetensecrets")] >= {"list", "watch", "patch"}
+    assert used[("models.baseten.com", "basetensecrets/status")] == {"update"}
     assert used[("coordination.k8s.io", "leases")] == {"get", "create", "update"}
     assert "create" in used[("", "events")]
     assert used[("", "configmaps")] == {"get", "list", "watch"}
@@ -244,6 +288,8 @@ def test_manager_cluster_role_grants_exactly_what_the_code_uses() -> None:
     leases = (LEASES.group, LEASES.plural)
     secrets = (SECRETS.group, SECRETS.plural)
     cluster_wide = {k: v for k, v in used.items() if k not in (leases, secrets)}
+    # Not a call: what a finalizer's owner is granted on clusters that check it.
+    cluster_wide[("models.baseten.com", "basetensecrets/finalizers")] = {"update"}
     assert granted(find("ClusterRole", MANAGER_ROLE)) == cluster_wide
     assert granted(find("Role", LEADER_ELECTION_ROLE)) == {leases: used[leases]}
     # Secrets only in the operator's own namespace (namespaces' API keys), never cluster-wide.
@@ -265,6 +311,32 @@ def test_roles_are_bound_to_the_manager_service_account() -> None:
         assert binding["roleRef"]["name"] == role
         assert binding["subjects"] == [subject]
     find("ServiceAccount", SERVICE_ACCOUNT)
+
+
+def test_reading_namespaces_secrets_is_shipped_but_bound_by_no_one() -> None:
+    secrets = (SECRETS.group, SECRETS.plural)
+    role = find("ClusterRole", OPT_IN_SECRET_READER)
+    assert granted(role) == {secrets: {"get", "list", "watch"}}
+    bindings = [o for o in install_objects() if o["kind"] in ("RoleBinding", "ClusterRoleBinding")]
+    assert OPT_IN_SECRET_READER not in {b["roleRef"]["name"] for b in bindings}
+
+
+def test_the_sample_role_binding_grants_it_to_the_installed_service_account() -> None:
+    sample = REPO / "config" / "samples" / "secret_reader_rolebinding.yaml"
+    binding = yaml.safe_load(sample.read_text())
+    assert binding["kind"] == "RoleBinding" and "namespace" not in binding["metadata"]
+    assert binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "ClusterRole",
+        "name": OPT_IN_SECRET_READER,
+    }
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": NAMESPACE}
+    ]
+    find("ServiceAccount", SERVICE_ACCOUNT)
+    # Opt-in: `kubectl apply -k config/samples` grants nothing.
+    listed = yaml.safe_load((sample.parent / "kustomization.yaml").read_text())["resources"]
+    assert sample.name not in listed
 
 
 def aggregation_labels(objects: list[dict[str, Any]]) -> dict[str, set[str]]:

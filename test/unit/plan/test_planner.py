@@ -10,7 +10,7 @@ import pytest
 
 from baseten_operator.api.constants import FINALIZER
 from baseten_operator.baseten.errors import BasetenAPIError
-from baseten_operator.baseten.models import DeploymentV1, EnvironmentV1, ModelV1
+from baseten_operator.baseten.models import DeploymentV1, EnvironmentV1, ModelV1, SecretV1
 from baseten_operator.controller.orphans import OrphanVerdict
 from baseten_operator.plan.actions import (
     Activate,
@@ -19,6 +19,7 @@ from baseten_operator.plan.actions import (
     Deactivate,
     DeleteModel,
     DeleteOrphan,
+    DeleteSecret,
     Promote,
     Push,
     Retry,
@@ -26,6 +27,7 @@ from baseten_operator.plan.actions import (
     ScheduleChange,
     SettingChange,
     UpdateEnvironment,
+    UpsertSecret,
 )
 from baseten_operator.plan.command import exit_code
 from baseten_operator.plan.inputs import ConfigMaps
@@ -192,6 +194,32 @@ def test_a_push_backing_off_waits_and_a_due_one_pushes() -> None:
     assert due.actions == [Push(name, "llama", False)]
 
 
+def test_a_push_waiting_for_secrets_shows_the_wait_and_no_push() -> None:
+    truss = {
+        "resources": {"accelerator": "L4"},
+        "baseImage": {"image": "vllm:1"},
+        "secrets": {"hf_token": "", "wandb": ""},
+    }
+    obj = cr(modelID="m1")
+    del obj["spec"]["sourceDeploymentName"]
+    obj["spec"]["trussConfig"] = truss
+    baseten = Baseten()
+    baseten.list_secrets = lambda: [SecretV1(id="s1", name="wandb")]  # type: ignore[attr-defined]
+    waiting = plan(obj, baseten)
+    assert waiting.actions == [] and waiting.blockers == []
+    assert waiting.notes == ["waiting for secrets: hf_token"]
+    assert waiting.status == {
+        "deploymentStatus": "PENDING",
+        "message": "waiting for secrets: hf_token",
+    }
+    assert "  no actions: waiting for secrets: hf_token" in to_table([waiting])
+    baseten.list_secrets = lambda: [  # type: ignore[attr-defined]
+        SecretV1(id="s1", name="wandb"),
+        SecretV1(id="s2", name="hf_token"),
+    ]
+    assert plan(obj, baseten).actions == [Push(deployment_name(truss, ""), "llama", False)]
+
+
 def test_a_stopped_build_is_a_blocker() -> None:
     result = plan(cr(), Baseten(v2_status="BUILD_STOPPED"))
     assert result.actions == []
@@ -331,6 +359,8 @@ def test_the_json_of_every_action_type_validates_against_the_shipped_schema() ->
             ScaleInOrphan("old", "d3", {"min_replica": 0}),
             DeleteOrphan("old", "d3"),
             DeleteModel("llama", "m1", "DeleteWithGuardrails", "clear"),
+            UpsertSecret("hf_token", None),
+            DeleteSecret("hf_token", "search"),
         ],
         blockers=["something"],
         orphans=[
@@ -355,6 +385,8 @@ def test_the_json_of_every_action_type_validates_against_the_shipped_schema() ->
         "scale-in-orphan",
         "delete-orphan",
         "delete-model",
+        "upsert-secret",
+        "delete-secret",
     ]
     table = to_table([every])
     assert (
@@ -364,4 +396,6 @@ def test_the_json_of_every_action_type_validates_against_the_shipped_schema() ->
     assert "  4. promote in production: (none) → v2" in table
     assert "  5. cancel promotion in production of bad" in table
     assert "    old: scale in (minReplicas 1→0); delete: stale" in table
-    assert table.endswith("Plan: 11 actions on 1 of 1 BasetenModels, 1 blocked.\n")
+    assert "  12. upsert secret hf_token (value not shown)" in table
+    assert "  13. delete secret hf_token in team search" in table
+    assert table.endswith("Plan: 13 actions on 1 of 1 BasetenModels, 1 blocked.\n")

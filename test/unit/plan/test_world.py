@@ -7,20 +7,23 @@ from typing import Any
 
 import pytest
 import responses
+from pydantic import SecretStr
 
 from baseten_operator.baseten.client import BasetenClient
 from baseten_operator.baseten.errors import AmbiguousModelName, BasetenAPIError, RateLimited
-from baseten_operator.baseten.models import DeploymentV1, EnvironmentV1, ModelV1
+from baseten_operator.baseten.models import DeploymentV1, EnvironmentV1, ModelV1, TeamV1
 from baseten_operator.plan.actions import (
     Activate,
     CreateEnvironment,
     Deactivate,
     DeleteModel,
     DeleteOrphan,
+    DeleteSecret,
     Promote,
     Retry,
     ScaleInOrphan,
     UpdateEnvironment,
+    UpsertSecret,
 )
 from baseten_operator.plan.world import (
     Ledger,
@@ -51,6 +54,10 @@ def read_only_client() -> BasetenClient:
         lambda c: c.create_environment("m1", "prod", None, None),
         lambda c: c.update_environment("m1", "prod", {"min_replica": 1}, None),
         lambda c: c.promote("m1", "prod", "d1"),
+        lambda c: c.upsert_secret("hf_token", SecretStr("value")),
+        lambda c: c.delete_secret("hf_token"),
+        lambda c: c.upsert_team_secret("t1", "hf_token", SecretStr("value")),
+        lambda c: c.delete_team_secret("t1", "hf_token"),
     ],
 )
 def test_the_session_refuses_every_write_before_sending(write: Any) -> None:
@@ -211,3 +218,26 @@ def test_memory_kube_keeps_status_and_finalizer_writes() -> None:
     assert stored["status"] == {"deploymentStatus": "ACTIVE"}
     assert stored["metadata"]["finalizers"] == ["f"]
     assert obj.get("status") is None  # the caller's copy is left alone
+
+
+class Teams(ReadsOnly):
+    def list_teams(self, name: str | None = None) -> list[TeamV1]:
+        return [TeamV1(id="t1", name="search")]
+
+
+def test_secret_writes_are_recorded_by_name_never_with_the_value() -> None:
+    baseten = RecordingBaseten(Teams())  # type: ignore[arg-type]
+    baseten.list_teams("search")
+    value = "hf_the-value-a-plan-never-shows"
+    assert baseten.upsert_secret("hf_token", SecretStr(value)).name == "hf_token"
+    assert baseten.upsert_team_secret("t1", "hf_token", SecretStr(value)).team_name == "search"
+    assert baseten.delete_secret("old") is True
+    assert baseten.delete_team_secret("t9", "old") is True  # a team never read: its id
+    actions = baseten.recording.actions
+    assert actions == [
+        UpsertSecret("hf_token", None),
+        UpsertSecret("hf_token", "search"),
+        DeleteSecret("old", None),
+        DeleteSecret("old", "t9"),
+    ]
+    assert value not in repr(actions) and value not in repr([a.to_json() for a in actions])

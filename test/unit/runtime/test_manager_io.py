@@ -240,6 +240,39 @@ def test_work_drains_first_then_each_service_stops_within_its_own_budget(
     assert log[2:] == [("stop", "events", 5.0), ("stop", "pushes", 10.0)]
 
 
+class RecordedWatches:
+    def __init__(self, log: list[tuple[str, str, float | None]]) -> None:
+        self.log = log
+
+    def stop(self, timeout: float) -> None:
+        self.log.append(("stop", "watches", timeout))
+
+
+def test_watches_started_on_demand_stop_with_the_informers(list_watch_client: Any) -> None:
+    log: list[tuple[str, str, float | None]] = []
+    manager = Manager(
+        list_watch_client,
+        ManagerOptions(metrics_bind_address="0", health_probe_bind_address="0"),
+        identity="solo",
+    )
+    informer = manager.informer(CONFIGMAPS)
+    stop_informer = informer.stop
+
+    def recorded_stop(timeout: float = 5.0) -> None:
+        log.append(("stop", "informer", timeout))
+        stop_informer(timeout)
+
+    informer.stop = recorded_stop  # type: ignore[method-assign]
+    manager.add_watches(RecordedWatches(log))
+    manager.start()
+    manager.stop()
+    assert manager.wait() == 0
+    assert log == [
+        ("stop", "informer", 5.0),
+        ("stop", "watches", manager_module.WATCHES_STOP_TIMEOUT),
+    ]
+
+
 def test_liveness_checks_are_registered_before_the_start(list_watch_client: Any) -> None:
     manager = Manager(
         list_watch_client,

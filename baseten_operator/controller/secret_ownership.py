@@ -1,0 +1,98 @@
+"""One owner per (team, Baseten secret name) (docs/contract.md 13.6).
+
+Two BasetenSecrets writing one Baseten secret from different Secrets would overwrite each
+other on every pass. As for environments (ownership.py), among the BasetenSecrets in
+Reconcile or Pause mode claiming a name, the oldest owns it in every team it may reach;
+the others stand down (CONFLICT) without reading their Secret or calling Baseten. Observe
+only reads: it never claims.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from baseten_operator.api.constants import Mode
+from baseten_operator.api.secret_types import BasetenSecretSpec
+from baseten_operator.controller.namespace_policy import team_in
+from baseten_operator.controller.ownership import oldest_owner
+from baseten_operator.controller.secret_context import SecretDependencies
+from baseten_operator.runtime.controller import Request
+
+# BasetenSecrets by the Baseten secret name they claim.
+SECRET_CLAIM_INDEX = "secret.claim"
+# BasetenSecrets by the `namespace/name` of the Secret they read.
+SECRET_REF_INDEX = "secret.secretRef"
+
+
+def secret_claim_index(obj: dict[str, Any]) -> list[str]:
+    """What a raw BasetenSecret claims: nothing when deleting or in Observe mode."""
+    if (obj.get("metadata") or {}).get("deletionTimestamp"):
+        return []
+    spec = obj.get("spec") or {}
+    name = spec.get("name")
+    if not isinstance(name, str) or not name or spec.get("mode") == Mode.OBSERVE:
+        return []
+    return [name]
+
+
+def secret_ref_index(obj: dict[str, Any]) -> list[str]:
+    ref = (obj.get("spec") or {}).get("secretRef") or {}
+    name = ref.get("name")
+    namespace = (obj.get("metadata") or {}).get("namespace") or ""
+    return [f"{namespace}/{name}"] if isinstance(name, str) and name else []
+
+
+def parse_secret_spec_quietly(obj: dict[str, Any]) -> BasetenSecretSpec | None:
+    try:
+        return BasetenSecretSpec.model_validate(obj.get("spec") or {})
+    except ValueError:
+        return None
+
+
+def team_of(deps: SecretDependencies, namespace: str, spec: BasetenSecretSpec) -> str | None:
+    """The Baseten team a BasetenSecret writes in: its namespace's, else its own."""
+    if deps.tenancy is None:
+        return spec.team
+    return team_in(spec.team, deps.tenancy.policy(namespace))
+
+
+def allowed_team(deps: SecretDependencies, obj: dict[str, Any]) -> tuple[bool, str | None]:
+    """(allowed by its namespace's policy, its team): a refused CR writes nothing."""
+    spec = parse_secret_spec_quietly(obj)
+    if spec is None:
+        return False, None
+    namespace = obj["metadata"].get("namespace") or ""
+    tenancy = deps.tenancy
+    if tenancy is not None:
+        violation = tenancy.policy(namespace).secret_violation(
+            spec.name, spec.team, require_policy=tenancy.require_policy
+        )
+        if violation is not None:
+            return False, None
+    return True, team_of(deps, namespace, spec)
+
+
+def secret_owner(
+    deps: SecretDependencies, obj: dict[str, Any], spec: BasetenSecretSpec, team: str | None
+) -> dict[str, Any]:
+    """The BasetenSecret that owns `obj`'s (team, name); `obj` itself when it does."""
+    return oldest_owner(
+        obj, deps.claimants(spec.name), lambda other: allowed_team(deps, other), team
+    )
+
+
+def requests_for_claim_change(
+    deps_claimants: Any, old: dict[str, Any], new: dict[str, Any] | None
+) -> list[Request]:
+    """Every BasetenSecret claiming what `old` or `new` claims (or claimed, when deleting)."""
+    requests: dict[str, Request] = {}
+    for obj in (old, new):
+        if obj is None:
+            continue
+        name = (obj.get("spec") or {}).get("name")
+        if not isinstance(name, str) or not name:
+            continue
+        for other in deps_claimants(name):
+            request = Request.for_object(other)
+            requests.setdefault(str(request), request)
+    return list(requests.values())
