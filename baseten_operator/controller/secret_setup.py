@@ -248,7 +248,10 @@ def setup_secrets_with_manager(
     """`build_secret_controller` on the manager's shared informers, registered with it (the
     referenced Secrets' watches stopped with its informers)."""
     controller, referenced = build_secret_controller(
-        crs=manager.informer(BASETENSECRETS),
+        # Optional: an operator upgraded before the BasetenSecret CRD (install.yaml's CRDs
+        # not applied yet, a benchmark's cluster) keeps reconciling BasetenModels and is
+        # ready; the kind is picked up by a later list once its CRD is installed.
+        crs=manager.informer(BASETENSECRETS, optional=True),
         wiring=wiring,
         kube=kube,
         make_secret_informer=secret_informer(manager.client, clock),

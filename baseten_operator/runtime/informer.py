@@ -19,7 +19,7 @@ import structlog
 
 from baseten_operator.runtime.client import KubeClient
 from baseten_operator.runtime.clock import Clock, RealClock, sleep_unless
-from baseten_operator.runtime.errors import Gone, TooManyRequests
+from baseten_operator.runtime.errors import Gone, NotFound, TooManyRequests
 from baseten_operator.runtime.resource import Resource, object_key
 
 log = structlog.get_logger(__name__)
@@ -193,6 +193,9 @@ class Informer:
         # sees every object exactly once (replayed, then live).
         self._dispatch_lock = threading.RLock()
         self._synced = threading.Event()
+        # The API server answered the last list with 404: it does not serve the type (a CRD
+        # not installed yet). Listed again with backoff, so a CRD installed later is found.
+        self._unserved = False
         self._stopped = threading.Event()
         self._wake = threading.Condition()
         self._watch_lock = threading.Lock()
@@ -245,6 +248,11 @@ class Informer:
     def has_synced(self) -> bool:
         return self._synced.is_set()
 
+    @property
+    def unserved(self) -> bool:
+        """Whether the last list was answered 404: the API server does not serve the type."""
+        return self._unserved
+
     def wait_for_sync(self, timeout: float) -> bool:
         return self._synced.wait(timeout)
 
@@ -290,7 +298,7 @@ class Informer:
             except Exception as exc:
                 if self._stopped.is_set():
                     return
-                self._log.warning("list/watch failed", error=str(exc), relist=need_list)
+                self._log_failure(exc, need_list)
                 if watch.healthy(self._clock.monotonic()):
                     # It broke after working: a flaky network or an API server restart is
                     # no reason to stretch every reconnect towards the cap.
@@ -299,6 +307,20 @@ class Informer:
                     self._wait(max(exc.retry_after, backoff.next_delay()))
                     continue
             self._wait(backoff.next_delay())
+
+    def _log_failure(self, exc: Exception, listing: bool) -> None:
+        unserved = listing and isinstance(exc, NotFound)
+        if not unserved:
+            self._log.warning("list/watch failed", error=str(exc), relist=listing)
+        elif not self._unserved:
+            # Said once, not at every retry: an operator may run for good without a CRD it
+            # can use (one installed after it is picked up at the next list).
+            self._log.warning(
+                "the API server does not serve this resource (is its CRD installed?); "
+                "listing again with backoff",
+                error=str(exc),
+            )
+        self._unserved = unserved
 
     def _list_and_replace(self) -> None:
         items: list[dict[str, Any]] = []
@@ -324,6 +346,7 @@ class Informer:
                 self._last_resource_version = meta.get("resourceVersion")
                 break
         self._replace({object_key(item): item for item in items})
+        self._unserved = False
         if not self._synced.is_set():
             self._log.info("informer synced", objects=len(items))
             self._synced.set()

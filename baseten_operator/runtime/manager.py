@@ -118,6 +118,7 @@ class Manager:
         # watches: one lock, so no order between two to get wrong.
         self._watchdog_wake = threading.Condition(self._lock)
         self._informers: dict[tuple[Resource, str | None, bool], Informer] = {}
+        self._optional_informers: set[tuple[Resource, str | None, bool]] = set()
         # What `add` registered: work that drains within the manager's budget, and the
         # services it uses, each with its own stop budget.
         self._work: list[Runnable] = []
@@ -136,10 +137,17 @@ class Manager:
     # -- registration -------------------------------------------------------------------
 
     def informer(
-        self, resource: Resource, namespace: str | None = None, *, metadata_only: bool = False
+        self,
+        resource: Resource,
+        namespace: str | None = None,
+        *,
+        metadata_only: bool = False,
+        optional: bool = False,
     ) -> Informer:
         """The shared informer of `resource` in `namespace` (default: the watch namespace);
-        `metadata_only`: one that caches only the objects' metadata."""
+        `metadata_only`: one that caches only the objects' metadata. `optional`: readiness
+        does not wait for it while the API server does not serve its type (a kind whose
+        CRD may be installed after the operator: the rest of the operator works meanwhile)."""
         if namespace is None:
             namespace = self.options.namespace
         key = (resource, namespace if resource.namespaced else None, metadata_only)
@@ -152,6 +160,8 @@ class Manager:
                 self._informers[key] = informer
                 if self._started:
                     informer.start()
+            if optional:
+                self._optional_informers.add(key)
             return informer
 
     def add(self, runnable: Runnable, *, stop_timeout: float | None = None) -> None:
@@ -260,8 +270,8 @@ class Manager:
 
     def informers_synced(self) -> bool:
         with self._lock:
-            informers = list(self._informers.values())
-        return all(informer.has_synced() for informer in informers)
+            informers = [(key in self._optional_informers, i) for key, i in self._informers.items()]
+        return all(i.has_synced() or (optional and i.unserved) for optional, i in informers)
 
     def _leadership_refusal(self) -> str | None:
         """The fence's proof: why this replica may not write now, or None."""

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from baseten_operator.runtime.clock import FakeClock
-from baseten_operator.runtime.errors import Gone, ServerError, TooManyRequests
+from baseten_operator.runtime.errors import Gone, NotFound, ServerError, TooManyRequests
 from baseten_operator.runtime.informer import Backoff, Informer, Store, namespace_index
 from baseten_operator.runtime.resource import CONFIGMAPS
 
@@ -175,6 +175,28 @@ def test_errors_back_off_on_the_clock_then_recover(
     assert not informer.has_synced()  # waiting out its backoff on the fake clock
     advance_until(clock, informer.has_synced, step=0.05)
     assert len(list_watch_client.list_calls) == 2
+
+
+def test_a_kind_not_served_yet_is_listed_again_and_found_once_its_crd_is_installed(
+    advance_until: Callable,
+    make_obj: Callable,
+    list_watch_client: Any,
+    make_informer: Callable,
+    clock: FakeClock,
+    wait_until: Callable,
+) -> None:
+    not_served = NotFound(404, "NotFound", "the server could not find the requested resource")
+    list_watch_client.list_errors = [not_served, not_served]
+    list_watch_client.objects = [make_obj("a")]
+    informer, recorder = make_informer()
+    informer.start()
+
+    wait_until(lambda: informer.unserved)
+    assert not informer.has_synced()
+    advance_until(clock, informer.has_synced, step=0.05)  # the third list finds the CRD
+    assert not informer.unserved
+    assert len(list_watch_client.list_calls) == 3
+    assert recorder.snapshot() == [("add", "a", "1")]
 
 
 def test_broken_watch_retries_from_the_same_version(

@@ -12,7 +12,7 @@ import pytest
 
 from baseten_operator.runtime import manager as manager_module
 from baseten_operator.runtime.clock import FakeClock
-from baseten_operator.runtime.errors import ServerError
+from baseten_operator.runtime.errors import NotFound, ServerError
 from baseten_operator.runtime.fence import NotLeader
 from baseten_operator.runtime.manager import (
     EXIT_LOST_LEASE,
@@ -285,3 +285,28 @@ def test_liveness_checks_are_registered_before_the_start(list_watch_client: Any)
         manager.add_liveness_check("late", lambda: True)
     manager.stop()
     assert manager.wait() == 0
+
+
+NOT_SERVED = NotFound(404, "NotFound", "the server could not find the requested resource")
+
+
+@pytest.mark.parametrize("optional", [True, False])
+def test_readiness_waits_for_a_kind_the_server_does_not_serve_only_if_it_is_required(
+    list_watch_client: Any, wait_until: Callable[..., None], optional: bool
+) -> None:
+    list_watch_client.list_errors = [NOT_SERVED]
+    manager = Manager(
+        list_watch_client,
+        ManagerOptions(metrics_bind_address="0", health_probe_bind_address="0"),
+        clock=FakeClock(),  # the informer's retry waits on it: the 404 stays the last answer
+        identity="solo",
+    )
+    informer = manager.informer(CONFIGMAPS, optional=optional)
+    manager.start()
+    try:
+        wait_until(lambda: informer.unserved, what="the 404 seen")
+        assert not informer.has_synced()
+        assert manager.informers_synced() is optional
+    finally:
+        manager.stop()
+        manager.wait()
