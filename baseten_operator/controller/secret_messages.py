@@ -68,6 +68,13 @@ def observed_in_sync(name: str) -> str:
     return f"observe: Baseten secret {name} exists and holds the value last written"
 
 
+def observed_unverifiable(name: str) -> str:
+    return (
+        f"observe: Baseten secret {name} exists; whether it holds this Secret's value is "
+        "unknown (Baseten never returns values)"
+    )
+
+
 def sync_failed(name: str, error: object) -> str:
     return f"writing Baseten secret {name} failed: {error}"
 

@@ -230,10 +230,16 @@ def _reassert_due(p: SecretPass) -> float | None:
 def observe(p: SecretPass, present: SecretV1 | None, why: str | None) -> NoReturn:
     if present is not None:
         p.status.secret_id = present.id
-    if why is None:
-        p.report(SecretState.SYNCED, messages.observed_in_sync(p.spec.name))
+    name = p.spec.name
+    if why is None or why == messages.WHY_REASSERT:
+        p.report(SecretState.SYNCED, messages.observed_in_sync(name))
+    elif why == messages.WHY_NEVER_WRITTEN:
+        # An Observe CR that never wrote (a standby region's, whose active twin writes the
+        # value) cannot vouch for the value, nor call it wrong: a secret that exists is
+        # what a model needs. Reporting it out of sync would leave Flux waiting forever.
+        p.report(SecretState.SYNCED, messages.observed_unverifiable(name))
     else:
-        p.report(SecretState.OUT_OF_SYNC, messages.would_write(p.spec.name, why))
+        p.report(SecretState.OUT_OF_SYNC, messages.would_write(name, why))
     raise RequeueAfter(p.deps.timing.observe)
 
 

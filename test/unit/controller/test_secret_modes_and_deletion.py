@@ -22,6 +22,18 @@ def test_observe_reports_what_it_would_write_and_writes_nothing(sh: Any) -> None
     assert not sh.kube.get(None, "hf-token", "default")["metadata"]["finalizers"]
 
 
+def test_observe_reports_a_value_changed_since_its_own_last_write(sh: Any) -> None:
+    sh.secrets.put("hf", {"token": "v"})
+    sh.create()
+    sh.run()
+    sh.edit(lambda obj: obj["spec"].update(mode="Observe"))
+    sh.secrets.put("hf", {"token": "rotated"})
+    sh.run()
+    assert sh.status()["state"] == "OUT_OF_SYNC"
+    assert sh.status()["message"] == "observe: would write Baseten secret hf_token (value changed)"
+    assert sh.baseten.secret_value("hf_token") == "v"
+
+
 def test_pause_reads_nothing_and_calls_nothing(sh: Any) -> None:
     sh.secrets.put("hf", {"token": "v"})
     sh.create(mode="Pause")

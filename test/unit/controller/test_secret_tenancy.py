@@ -59,10 +59,12 @@ def test_an_observe_cr_never_conflicts(sh: Any) -> None:
     sh.create(name="watcher", created="2026-01-02T00:00:00Z", mode="Observe")
     sh.run("older")
     sh.run("watcher")
-    # It only reports: its own status never recorded a write, so it cannot vouch for one.
-    assert sh.status("watcher")["state"] == "OUT_OF_SYNC"
+    # It only reports: its own status never recorded a write, so it can neither vouch for
+    # the value nor call it wrong.
+    assert sh.status("watcher")["state"] == "SYNCED"
     assert sh.status("watcher")["message"] == (
-        "observe: would write Baseten secret hf_token (never written by this BasetenSecret)"
+        "observe: Baseten secret hf_token exists; whether it holds this Secret's value is "
+        "unknown (Baseten never returns values)"
     )
 
 
