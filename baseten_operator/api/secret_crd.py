@@ -19,6 +19,8 @@ from baseten_operator.api.crd import (
 )
 from baseten_operator.api.secret_types import (
     NAME_IMMUTABLE_MESSAGE,
+    REASSERT_MIN,
+    REASSERT_MIN_MESSAGE,
     BasetenSecretSpec,
     BasetenSecretStatus,
 )
@@ -26,6 +28,11 @@ from baseten_operator.api.secret_types import (
 SECRET_CRD_NAME = f"{constants.SECRET_PLURAL}.{constants.GROUP}"
 
 NAME_RULE = {"rule": "self.name == oldSelf.name", "message": NAME_IMMUTABLE_MESSAGE}
+REASSERT_RULE = {
+    "rule": f"!has(self.reassertInterval) || "
+    f"duration(self.reassertInterval) >= duration('{REASSERT_MIN}')",
+    "message": REASSERT_MIN_MESSAGE,
+}
 
 PRINTER_COLUMNS: list[dict[str, Any]] = [
     {"name": "Secret", "type": "string", "jsonPath": ".spec.name"},
@@ -57,7 +64,7 @@ def build_secret_crd() -> dict[str, Any]:
 def spec_schema() -> JsonSchema:
     schema = structural_schema(BasetenSecretSpec)
     schema["description"] = "The Baseten secret and where its value is kept."
-    schema["x-kubernetes-validations"] = [dict(NAME_RULE), dict(TEAM_RULE)]
+    schema["x-kubernetes-validations"] = [dict(NAME_RULE), dict(TEAM_RULE), dict(REASSERT_RULE)]
     return schema
 
 

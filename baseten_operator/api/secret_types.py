@@ -6,7 +6,9 @@ bound of the CRD (api/secret_crd.py) that the API server enforces.
 
 from __future__ import annotations
 
-from pydantic import Field
+import re
+
+from pydantic import Field, model_validator
 
 from baseten_operator.api.constants import Mode, SecretDeletionPolicy
 from baseten_operator.api.types import (
@@ -28,8 +30,14 @@ SECRET_KEY_PATTERN = r"^[-._a-zA-Z0-9]+$"
 # The largest value written to Baseten: Baseten documents none; 64 KiB is far above any
 # token or credential file and bounds what one pass holds and sends.
 SECRET_VALUE_MAX_BYTES = 64 * 1024
-# The shortest reassertInterval: a rewrite is a Baseten write (and an audit log entry).
-REASSERT_MIN_SECONDS = 60
+# reassertInterval is a Kubernetes duration (metav1.Duration, as Flux's `interval`):
+# numbers with units, `24h`, `90m`, `1h30m`. Units below a second are left out: the
+# shortest interval is a minute, since each rewrite is a Baseten write (and an audit entry).
+DURATION_PATTERN = r"^([0-9]+(\.[0-9]+)?(h|m|s))+$"
+REASSERT_MIN = "1m"
+REASSERT_MIN_MESSAGE = f"reassertInterval must be at least {REASSERT_MIN}"
+_DURATION_PART = re.compile(r"([0-9]+(?:\.[0-9]+)?)(h|m|s)")
+_UNIT_SECONDS = {"h": 3600.0, "m": 60.0, "s": 1.0}
 FINGERPRINT_MAX = 128
 
 NAME_IMMUTABLE_MESSAGE = "name is immutable"
@@ -77,12 +85,33 @@ class BasetenSecretSpec(ApiModel):
         description="What deleting the BasetenSecret does to the Baseten secret: Retain "
         "(default) or Delete (only while no BasetenModel names it).",
     )
-    reassert_interval: int | None = Field(
+    reassert_interval: str | None = Field(
         default=None,
-        ge=REASSERT_MIN_SECONDS,
-        description="Seconds after which the value is written again even if unchanged "
-        "(Baseten cannot say whether someone changed it); unset: never.",
+        max_length=SHORT_MAX,
+        pattern=DURATION_PATTERN,
+        description="How long after the last write the value is written again even if "
+        "unchanged (Baseten cannot say whether someone changed it), as a duration: 24h, "
+        "90m; at least 1m. Unset: never.",
     )
+
+    @model_validator(mode="after")
+    def _reassert_at_least_a_minute(self) -> BasetenSecretSpec:
+        # The CRD's rule says the same (api/secret_crd.py), for what reaches the API server.
+        seconds = self.reassert_seconds
+        if seconds is not None and seconds < duration_seconds(REASSERT_MIN):
+            raise ValueError(REASSERT_MIN_MESSAGE)
+        return self
+
+    @property
+    def reassert_seconds(self) -> float | None:
+        if self.reassert_interval is None:
+            return None
+        return duration_seconds(self.reassert_interval)
+
+
+def duration_seconds(text: str) -> float:
+    """Seconds in a duration DURATION_PATTERN accepts (`1h30m`: 5400)."""
+    return sum(float(n) * _UNIT_SECONDS[unit] for n, unit in _DURATION_PART.findall(text))
 
 
 class BasetenSecretStatus(ConditionedStatus):

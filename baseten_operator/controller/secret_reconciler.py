@@ -220,7 +220,7 @@ def write_reason(p: SecretPass, present: SecretV1 | None, digest: str) -> str | 
 
 
 def _reassert_due(p: SecretPass) -> float | None:
-    interval = p.spec.reassert_interval
+    interval = p.spec.reassert_seconds
     last = parse_rfc3339(p.status.last_sync_time)
     if interval is None or last is None:
         return None

@@ -90,7 +90,7 @@ def test_an_existing_secret_never_written_by_the_cr_is_written(sh: Any) -> None:
 
 
 def test_reassert_interval_rewrites_an_unchanged_value(sh: Any) -> None:
-    synced(sh, reassertInterval=3600)
+    synced(sh, reassertInterval="1h")
     sh.baseten.calls.clear()
     result = sh.run()
     assert sh.upserts() == []

@@ -36,7 +36,7 @@ def outputs(sh: Any, logs: list[dict[str, Any]], errors: list[str]) -> str:
 def test_no_output_holds_the_value(sh: Any) -> None:
     errors: list[str] = []
     sh.secrets.put("hf", {"token": VALUE})
-    sh.create(deletionPolicy="Delete", reassertInterval=60)
+    sh.create(deletionPolicy="Delete", reassertInterval="1m")
     with structlog.testing.capture_logs() as logs:
         sh.run()  # written
         sh.secrets.put("hf", {"token": VALUE + "-rotated"})
