@@ -39,8 +39,11 @@ from baseten_operator.runtime.workqueue import DEFAULT_PRIORITY, LOW_PRIORITY, R
 
 _log = structlog.get_logger(__name__)
 
-# How often a worker re-checks the informers before the caches have synced.
+# How often a worker re-checks the informers before the caches have synced: soon at first
+# (a start is quick), then less and less often, up to the cap (an optional kind whose CRD is
+# not installed never syncs, and its workers must not keep waking up for it).
 _SYNC_POLL_SECONDS = 0.05
+_SYNC_POLL_MAX_SECONDS = 1.0
 
 
 @dataclass(frozen=True)
@@ -261,9 +264,11 @@ class Controller:
                 self._queue.done(request)
 
     def _wait_for_caches(self) -> bool:
+        pause = _SYNC_POLL_SECONDS
         while not all(source.has_synced() for source in self._sources):
-            if self._stop_requested.wait(_SYNC_POLL_SECONDS):
+            if self._stop_requested.wait(pause):
                 return False
+            pause = min(pause * 2, _SYNC_POLL_MAX_SECONDS)
         return True
 
     def _reconcile_once(self, request: Request, priority: int) -> None:
