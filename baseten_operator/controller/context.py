@@ -19,6 +19,7 @@ from baseten_operator.api.constants import (
 )
 from baseten_operator.api.types import BasetenModelSpec, BasetenModelStatus, PromotionProgress
 from baseten_operator.baseten.models import DeploymentV1, EnvironmentV1
+from baseten_operator.controller.named import NamedObject
 from baseten_operator.controller.ports import (
     BasetenAPI,
     KubeAPI,
@@ -67,7 +68,7 @@ class Dependencies:
 
 
 @dataclass
-class Pass:
+class Pass(NamedObject):
     """One object during one pass, and the one way its steps change the object's status.
 
     A step reads `status` and changes it only through the methods below, named for what
@@ -90,18 +91,6 @@ class Pass:
     def stored_obj(self) -> dict[str, Any]:
         """The object as last stored, after this pass's own writes (its newest version)."""
         return self.writer.obj
-
-    @property
-    def namespace(self) -> str:
-        return str(self.obj["metadata"].get("namespace") or "")
-
-    @property
-    def name(self) -> str:
-        return str(self.obj["metadata"]["name"])
-
-    @property
-    def key(self) -> str:
-        return f"{self.namespace}/{self.name}"
 
     @property
     def steady_period(self) -> float:

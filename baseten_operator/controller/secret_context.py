@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from baseten_operator.api.constants import EventReason, SecretState, event_type
 from baseten_operator.api.secret_types import BasetenSecretSpec, BasetenSecretStatus
+from baseten_operator.controller.named import NamedObject
 from baseten_operator.controller.ports import BasetenAPI, KubeAPI, ObjectCache, Recorder
 from baseten_operator.controller.secret_status import SecretStatusWriter, report
 from baseten_operator.controller.secret_telemetry import LastSyncAges
@@ -59,7 +60,7 @@ class SecretDependencies:
 
 
 @dataclass
-class SecretPass:
+class SecretPass(NamedObject):
     """One BasetenSecret during one pass; its steps change the status only through
     `report` and `enter`."""
 
@@ -72,18 +73,6 @@ class SecretPass:
     @property
     def status(self) -> BasetenSecretStatus:
         return self.writer.status
-
-    @property
-    def namespace(self) -> str:
-        return str(self.obj["metadata"].get("namespace") or "")
-
-    @property
-    def name(self) -> str:
-        return str(self.obj["metadata"]["name"])
-
-    @property
-    def key(self) -> str:
-        return f"{self.namespace}/{self.name}"
 
     def event(self, reason: EventReason, message: str) -> None:
         self.deps.recorder.event(self.writer.obj, event_type(reason), str(reason), message)

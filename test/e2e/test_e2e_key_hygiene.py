@@ -11,14 +11,11 @@ from typing import Any
 from urllib.parse import quote, quote_plus
 
 import pytest
-import requests
 import yaml
 
 from testsupport.e2e.harness import (
-    METRICS_READER,
     basetenmodel,
-    served_certificate,
-    service_account_token,
+    scrape_as_prometheus,
 )
 from testsupport.e2e.local import KeyStack
 from testsupport.paths import REPO
@@ -92,21 +89,13 @@ def test_the_key_is_in_no_log_line_event_status_or_metric(
 
     # Everything a user or a scraper can see.
     operator_b = key_stack.operators[1]
-    metrics_url = f"https://127.0.0.1:{operator_b.metrics_port}/metrics"
-    token = service_account_token(kubectl, namespace, "prometheus", cluster_role=METRICS_READER)
-    scraped = requests.get(
-        metrics_url,
-        headers={"Authorization": f"Bearer {token}"},
-        verify=served_certificate(metrics_url, tmp_path / "ca.crt"),
-        timeout=5,
-    )
-    assert scraped.status_code == 200
+    scraped = scrape_as_prometheus(kubectl, namespace, operator_b.metrics_port, tmp_path)
     seen = {
         "operator-a log": (key_stack.workdir / "operator-a.log").read_text(),
         "operator-b log": (key_stack.workdir / "operator-b.log").read_text(),
         "events": kubectl.run("get", "events", "-A", "-o", "json").stdout,
         "statuses": kubectl.run("get", "bm", "-A", "-o", "json").stdout,
-        "metrics": scraped.text,
+        "metrics": scraped,
     }
     assert '"severity": "DEBUG"' in seen["operator-a log"]  # the logs really are at debug
     assert ECHOED in seen["statuses"] and "[redacted]" in seen["operator-a log"]

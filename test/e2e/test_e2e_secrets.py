@@ -22,14 +22,12 @@ import pytest
 import requests
 
 from testsupport.e2e.harness import (
-    METRICS_READER,
     OPERATOR_NAMESPACE,
     OPERATOR_SERVICE_ACCOUNT,
     Kubectl,
     Simulator,
     Stack,
-    served_certificate,
-    service_account_token,
+    scrape_as_prometheus,
     unique_name,
 )
 from testsupport.e2e.local import UNBOUND_NAMESPACE_PREFIX, KeyStack
@@ -157,21 +155,13 @@ def test_a_rotation_reaches_baseten_in_one_upsert_and_leaves_no_trace(
     assert list(table[0]) == ["NAME", "SECRET", "TEAM", "STATE", "AGE", "MESSAGE"]
     assert table[0]["STATE"] == "SYNCED" and table[0]["SECRET"] == secret_name
 
-    metrics_url = f"https://127.0.0.1:{operator.metrics_port}/metrics"
-    token = service_account_token(kubectl, namespace, "prometheus", cluster_role=METRICS_READER)
-    scraped = requests.get(
-        metrics_url,
-        headers={"Authorization": f"Bearer {token}"},
-        verify=served_certificate(metrics_url, tmp_path / "ca.crt"),
-        timeout=5,
-    )
-    assert scraped.status_code == 200
-    assert "baseten_secret_syncs_total 2.0" in scraped.text
+    scraped = scrape_as_prometheus(kubectl, namespace, operator.metrics_port, tmp_path)
+    assert "baseten_secret_syncs_total 2.0" in scraped
     seen = {
         "operator log": (key_stack.workdir / "operator.log").read_text(),
         "events": kubectl.run("get", "events", "-A", "-o", "json").stdout,
         "statuses": kubectl.run("get", "bsec", "-A", "-o", "json").stdout,
-        "metrics": scraped.text,
+        "metrics": scraped,
         "simulator audit log": json.dumps(stack.sim.audit_log()),
     }
     assert '"severity": "DEBUG"' in seen["operator log"]

@@ -279,6 +279,20 @@ def served_certificate(url: str, path: Path) -> str:
     return str(path)
 
 
+def scrape_as_prometheus(kubectl: Kubectl, namespace: str, metrics_port: int, workdir: Path) -> str:
+    """The operator's /metrics as a Prometheus with the metrics-reader role reads it."""
+    url = f"https://127.0.0.1:{metrics_port}/metrics"
+    token = service_account_token(kubectl, namespace, "prometheus", cluster_role=METRICS_READER)
+    scraped = requests.get(
+        url,
+        headers={"Authorization": f"Bearer {token}"},
+        verify=served_certificate(url, workdir / "ca.crt"),
+        timeout=5,
+    )
+    assert scraped.status_code == 200, scraped.text
+    return scraped.text
+
+
 # --------------------------------------------------------------------------- BasetenModels
 
 
