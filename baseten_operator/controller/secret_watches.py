@@ -2,12 +2,13 @@
 
 The operator has no Secret read anywhere but where a namespace grants it, and reads
 nothing it was not pointed at: each referenced Secret gets a watch of its own, by name
-(`fieldSelector=metadata.name=...`), started when the first BasetenSecret names it and
-stopped when the last one lets go. A change to the Secret's data wakes the BasetenSecrets
-naming it at once, so a rotation reaches Baseten within seconds.
+(`fieldSelector=metadata.name=...`), kept while a BasetenSecret names it and stopped when
+the last one lets go. A change to the Secret's data wakes the BasetenSecrets naming it at
+once, so a rotation reaches Baseten within seconds.
 
-Until a Secret's watch has listed (or while it is refused: the namespace has not bound the
-reader role yet), a pass reads the Secret with a GET, whose answer says 403 or 404.
+A watch starts only once a pass has read the Secret with a GET (or been told it does not
+exist): a namespace that has not bound the reader role answers 403, and a watch there would
+only fail and log every half minute. Until its watch has listed, a pass reads with a GET.
 """
 
 from __future__ import annotations
@@ -55,18 +56,30 @@ class ReferencedSecrets:
     def get(self, namespace: str, name: str) -> dict[str, Any] | None:
         """The Secret (None: it does not exist). Raises the API server's `Forbidden` when
         the operator may not read it."""
+        secret = (namespace, name)
         with self._lock:
-            informer = self._informers.get((namespace, name))
+            informer = self._informers.get(secret)
         if informer is not None and informer.has_synced():
             return informer.get(namespace, name)
         try:
-            return self._reader.get(SECRETS, name, namespace)
+            found = self._reader.get(SECRETS, name, namespace)
         except NotFound:
-            return None
+            found = None
+        if informer is None:
+            self._watch_if_referenced(secret)  # readable: from now on, its changes wake us
+        return found
+
+    def _watch_if_referenced(self, secret: SecretKey) -> None:
+        with self._lock:
+            # Stopped: a pass still running after the shutdown starts no watch.
+            if secret in self._informers or secret not in self._referenced_by or self._stopped:
+                return
+            informer = self._informers[secret] = self._watch(secret)
+        informer.start()
 
     def refer(self, cr_key: str, secret: SecretKey | None) -> None:
-        """The BasetenSecret `cr_key` now names `secret` (None: nothing, or it is gone)."""
-        start: Informer | None = None
+        """The BasetenSecret `cr_key` now names `secret` (None: nothing, or it is gone); its
+        watch starts at the first successful read (`get`)."""
         stop: Informer | None = None
         with self._lock:
             before = self._reference_of.get(cr_key)
@@ -76,15 +89,9 @@ class ReferencedSecrets:
                 stop = self._release(cr_key, before)
             if secret is not None:
                 self._reference_of[cr_key] = secret
-                users = self._referenced_by.setdefault(secret, set())
-                users.add(cr_key)
-                # Stopped: a handler still running after the shutdown starts no watch.
-                if secret not in self._informers and not self._stopped:
-                    start = self._informers[secret] = self._watch(secret)
+                self._referenced_by.setdefault(secret, set()).add(cr_key)
         if stop is not None:
             stop.stop(timeout=0)
-        if start is not None:
-            start.start()
 
     def watched(self) -> set[SecretKey]:
         with self._lock:
