@@ -520,9 +520,8 @@ def test_schema_prunes_defaults_and_validates(kube, namespace):
     assert {"spec.size", "spec.color"} <= fields
 
 
-def test_deleting_a_crd_removes_its_objects(kube, namespace):
-    suffix = uuid.uuid4().hex[:6]
-    crd = {
+def _gadget_crd(suffix: str) -> dict[str, Any]:
+    return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
         "metadata": {"name": f"gadgets{suffix}.contract.example.com"},
@@ -545,6 +544,11 @@ def test_deleting_a_crd_removes_its_objects(kube, namespace):
             ],
         },
     }
+
+
+def test_deleting_a_crd_removes_its_objects(kube, namespace):
+    suffix = uuid.uuid4().hex[:6]
+    crd = _gadget_crd(suffix)
     kube.create(kube.CRDS, crd)
     gadgets = type(kube.WIDGETS)("contract.example.com", "v1", f"gadgets{suffix}")
     kube.eventually(lambda: _try_create(kube, gadgets, namespace, suffix))
@@ -553,6 +557,28 @@ def test_deleting_a_crd_removes_its_objects(kube, namespace):
     with pytest.raises(kube.Error) as gone:
         kube.get(gadgets, "g1", namespace)
     assert gone.value.status == 404
+
+
+def test_a_kind_without_its_crd_lists_as_404_until_the_crd_is_installed(kube, namespace):
+    # What an optional informer reads as "not served yet" (runtime/informer.py).
+    suffix = uuid.uuid4().hex[:6]
+    gadgets = type(kube.WIDGETS)("contract.example.com", "v1", f"gadgets{suffix}")
+    with pytest.raises(kube.Error) as unserved:
+        kube.list(gadgets, namespace)
+    assert unserved.value.status == 404
+    kube.create(kube.CRDS, _gadget_crd(suffix))
+    try:
+        listed = kube.eventually(lambda: _listed(kube, gadgets, namespace))
+        assert listed["items"] == []
+    finally:
+        kube.delete(kube.CRDS, f"gadgets{suffix}.contract.example.com")
+
+
+def _listed(kube, res, namespace) -> dict[str, Any] | None:
+    try:
+        return kube.list(res, namespace)
+    except kube.Error:
+        return None
 
 
 def _try_create(kube, res, namespace, suffix) -> bool:
