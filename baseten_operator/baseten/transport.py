@@ -50,7 +50,7 @@ from baseten_operator.baseten.metrics import (
 from baseten_operator.baseten.ratelimit import EndpointRateLimiter, Limit
 from baseten_operator.runtime.clock import Clock
 from baseten_operator.runtime.fence import WriteFence
-from baseten_operator.runtime.logging import MIN_SECRET_LENGTH, mask_secret
+from baseten_operator.runtime.logging import MIN_SECRET_LENGTH, appears_in, mask_secret
 from baseten_operator.runtime.pools import never_sent
 
 log = structlog.get_logger(__name__)
@@ -483,7 +483,7 @@ class Transport:
         if conceal is not None:
             value = conceal.get_secret_value()
             if len(value) < MIN_SECRET_LENGTH:
-                text = _WITHHELD if value and value in text else text
+                text = _WITHHELD if appears_in(text, value) else text
             else:
                 text = mask_secret(text, value, _REDACTED)
         return _shorten(text)

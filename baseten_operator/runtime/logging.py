@@ -13,6 +13,7 @@ forms a credential takes in a header, a URL or an echoed request).
 from __future__ import annotations
 
 import base64
+import json
 import logging
 import re
 import sys
@@ -66,14 +67,29 @@ def _is_sensitive_key(key: object) -> bool:
 
 def secret_forms(secret: str) -> list[str]:
     """`secret` as it may appear in text: literal, base64 (standard, URL-safe, with or
-    without padding) and URL-quoted; longest first, so that no form is half-masked."""
+    without padding), URL-quoted, and escaped inside a JSON or Python string (a server
+    echoing a request body, a repr); longest first, so that no form is half-masked."""
     if len(secret) < MIN_SECRET_LENGTH:
         return []
+    return sorted(_secret_forms(secret), key=len, reverse=True)
+
+
+def _secret_forms(secret: str) -> set[str]:
     raw = secret.encode()
     encoded = {base64.b64encode(raw).decode(), base64.urlsafe_b64encode(raw).decode()}
     encoded |= {form.rstrip("=") for form in encoded}
-    forms = {secret, quote(secret, safe=""), quote_plus(secret), *encoded}
-    return sorted(forms, key=len, reverse=True)
+    escaped = {
+        json.dumps(secret)[1:-1],
+        json.dumps(secret, ensure_ascii=False)[1:-1],
+        repr(secret)[1:-1],
+    }
+    return {secret, quote(secret, safe=""), quote_plus(secret), *encoded, *escaped}
+
+
+def appears_in(text: str, secret: str) -> bool:
+    """Whether any form of `secret` (as secret_forms lists them, whatever its length) is
+    in `text`."""
+    return bool(secret) and any(form in text for form in _secret_forms(secret))
 
 
 def mask_secret(text: str, secret: str, replacement: str = REDACTED) -> str:
