@@ -1,6 +1,8 @@
 """Deleting a BasetenSecret with `deletionPolicy: Delete` (docs/contract.md 13.7).
 
-The Baseten secret goes only when nothing the operator knows still needs it: no
+The Baseten secret goes only when this CR wrote it (its status holds the fingerprint of a
+write: a CR that never wrote retains whatever exists under the name) and nothing the
+operator knows still needs it: no
 BasetenModel (in any namespace, not itself being deleted) names it in
 trussConfig.secrets in a team that may be this one's, and no other BasetenSecret writes
 it. Otherwise DELETE_BLOCKED names them, and the pass comes back when they change (the
@@ -27,6 +29,12 @@ from baseten_operator.controller.tenancy import ApiKeyUnavailable, parse_spec_qu
 def delete_secret(p: SecretPass) -> None:
     """Delete the Baseten secret, or end the pass (blocked, failed); returns when the
     finalizer may go (deleted, already absent, or not this CR's to delete)."""
+    tenancy = p.deps.tenancy
+    if tenancy is not None and not tenancy.knows_namespace(p.namespace):
+        # Its policy, and with it the team the secret is in, is unknown yet, not empty.
+        raise RequeueAfter(p.deps.timing.namespace_unknown)
+    if p.status.fingerprint is None:
+        return  # never written by this CR: a secret of that name is someone else's
     allowed, team = allowed_team(p.deps, p.obj)
     if not allowed:
         return
@@ -40,7 +48,6 @@ def delete_secret(p: SecretPass) -> None:
         p.enter(SecretState.DELETE_BLOCKED, message, EventReason.SECRET_DELETE_BLOCKED)
         raise RequeueAfter(p.deps.timing.delete_blocked, stalled=True)
     client: BasetenAPI = p.deps.baseten
-    tenancy = p.deps.tenancy
     try:
         if tenancy is not None:
             client = tenancy.baseten_for(tenancy.policy(p.namespace), team)

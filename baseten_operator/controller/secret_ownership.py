@@ -16,7 +16,6 @@ from baseten_operator.api.secret_types import BasetenSecretSpec
 from baseten_operator.controller.namespace_policy import team_in
 from baseten_operator.controller.ownership import oldest_owner
 from baseten_operator.controller.secret_context import SecretDependencies
-from baseten_operator.runtime.controller import Request
 
 # BasetenSecrets by the Baseten secret name they claim.
 SECRET_CLAIM_INDEX = "secret.claim"
@@ -79,20 +78,3 @@ def secret_owner(
     return oldest_owner(
         obj, deps.claimants(spec.name), lambda other: allowed_team(deps, other), team
     )
-
-
-def requests_for_claim_change(
-    deps_claimants: Any, old: dict[str, Any], new: dict[str, Any] | None
-) -> list[Request]:
-    """Every BasetenSecret claiming what `old` or `new` claims (or claimed, when deleting)."""
-    requests: dict[str, Request] = {}
-    for obj in (old, new):
-        if obj is None:
-            continue
-        name = (obj.get("spec") or {}).get("name")
-        if not isinstance(name, str) or not name:
-            continue
-        for other in deps_claimants(name):
-            request = Request.for_object(other)
-            requests.setdefault(str(request), request)
-    return list(requests.values())

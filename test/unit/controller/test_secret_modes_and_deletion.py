@@ -77,6 +77,29 @@ def test_delete_removes_a_secret_no_model_names(sh: Any) -> None:
     assert ("default", "hf-token") not in sh.kube.objects
 
 
+def test_delete_never_removes_a_secret_this_cr_never_wrote(sh: Any) -> None:
+    sh.baseten.add_secret("hf_token", "made-in-the-ui")
+    sh.create(deletionPolicy="Delete")  # its Secret never appears: it never writes
+    sh.run()
+    assert sh.status()["state"] == "WAITING_FOR_SECRET"
+    sh.delete()
+    sh.run()
+    assert sh.baseten.called("delete_secret") == []
+    assert sh.baseten.secret_value("hf_token") == "made-in-the-ui"
+    assert ("default", "hf-token") not in sh.kube.objects
+
+
+def test_delete_waits_for_a_namespace_the_cache_has_not_seen(sh: Any) -> None:
+    deleted_after_sync(sh, deletionPolicy="Delete")
+    sh.namespaces.unseen.add("default")
+    assert sh.run().requeue_after == sh.timing.namespace_unknown
+    assert sh.baseten.called("delete_secret") == []
+    assert ("default", "hf-token") in sh.kube.objects  # the finalizer holds
+    sh.namespaces.unseen.discard("default")
+    sh.run()
+    assert sh.baseten.called("delete_secret") == [("hf_token",)]
+
+
 def test_delete_is_blocked_while_a_model_names_the_secret(sh: Any) -> None:
     deleted_after_sync(sh, deletionPolicy="Delete")
     sh.add_model("llm-b", "hf_token", namespace="team-b")
