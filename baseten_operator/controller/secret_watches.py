@@ -8,7 +8,9 @@ once, so a rotation reaches Baseten within seconds.
 
 A watch starts only once a pass has read the Secret with a GET (or been told it does not
 exist): a namespace that has not bound the reader role answers 403, and a watch there would
-only fail and log every half minute. Until its watch has listed, a pass reads with a GET.
+only fail and log every half minute. Until its watch has listed, a pass reads with a GET;
+a watch refused since (the RoleBinding removed) is dropped, its cache no longer trusted,
+and the pass reads with a GET again, which says FORBIDDEN.
 """
 
 from __future__ import annotations
@@ -59,6 +61,10 @@ class ReferencedSecrets:
         secret = (namespace, name)
         with self._lock:
             informer = self._informers.get(secret)
+        if informer is not None and informer.refused:
+            # Its RBAC was revoked: the cache is stale, and the GET below says so (403).
+            self._unwatch(secret, informer)
+            informer = None
         if informer is not None and informer.has_synced():
             return informer.get(namespace, name)
         try:
@@ -68,6 +74,12 @@ class ReferencedSecrets:
         if informer is None:
             self._watch_if_referenced(secret)  # readable: from now on, its changes wake us
         return found
+
+    def _unwatch(self, secret: SecretKey, informer: Informer) -> None:
+        with self._lock:
+            if self._informers.get(secret) is informer:
+                del self._informers[secret]
+        informer.stop(timeout=0)
 
     def _watch_if_referenced(self, secret: SecretKey) -> None:
         with self._lock:

@@ -19,7 +19,7 @@ import structlog
 
 from baseten_operator.runtime.client import KubeClient
 from baseten_operator.runtime.clock import Clock, RealClock, sleep_unless
-from baseten_operator.runtime.errors import Gone, NotFound, TooManyRequests
+from baseten_operator.runtime.errors import Forbidden, Gone, NotFound, TooManyRequests
 from baseten_operator.runtime.resource import Resource, object_key
 
 log = structlog.get_logger(__name__)
@@ -196,6 +196,9 @@ class Informer:
         # The API server answered the last list with 404: it does not serve the type (a CRD
         # not installed yet). Listed again with backoff, so a CRD installed later is found.
         self._unserved = False
+        # The last list or watch was refused (403): what the cache holds may no longer be
+        # readable by this client (its RBAC was revoked), however synced it once was.
+        self._refused = False
         self._stopped = threading.Event()
         self._wake = threading.Condition()
         self._watch_lock = threading.Lock()
@@ -247,6 +250,11 @@ class Informer:
 
     def has_synced(self) -> bool:
         return self._synced.is_set()
+
+    @property
+    def refused(self) -> bool:
+        """Whether the last list or watch was refused (403) and no list has worked since."""
+        return self._refused
 
     @property
     def unserved(self) -> bool:
@@ -321,6 +329,7 @@ class Informer:
                 error=str(exc),
             )
         self._unserved = unserved
+        self._refused = isinstance(exc, Forbidden)
 
     def _list_and_replace(self) -> None:
         items: list[dict[str, Any]] = []
@@ -346,7 +355,7 @@ class Informer:
                 self._last_resource_version = meta.get("resourceVersion")
                 break
         self._replace({object_key(item): item for item in items})
-        self._unserved = False
+        self._unserved = self._refused = False
         if not self._synced.is_set():
             self._log.info("informer synced", objects=len(items))
             self._synced.set()

@@ -17,6 +17,8 @@ class WatchOf:
     def __init__(self, namespace: str, name: str) -> None:
         self.key = (namespace, name)
         self.started = False
+        self.synced = False
+        self.refused = False
         self.stopped_with: float | None = None
 
     def add_event_handler(self, **_handlers: Any) -> None:
@@ -26,7 +28,10 @@ class WatchOf:
         self.started = True
 
     def has_synced(self) -> bool:
-        return False  # never listed here: every read is a GET
+        return self.synced
+
+    def get(self, namespace: str, name: str) -> dict[str, Any]:
+        return {"metadata": {"name": name, "namespace": namespace}, "cached": True}
 
     def stop(self, timeout: float) -> None:
         self.stopped_with = timeout
@@ -106,3 +111,17 @@ def test_stop_ends_every_watch_and_starts_none_after() -> None:
     referenced.refer("default/d", ("default", "late"))
     referenced.get("default", "late")
     assert len(made) == 2 and referenced.watched() == set()
+
+
+def test_a_watch_refused_after_its_rbac_is_revoked_is_dropped_and_the_read_says_so() -> None:
+    reader = Reader()
+    referenced, made = watches(reader)
+    referenced.refer("team-a/a", ("team-a", "hf"))
+    referenced.get("team-a", "hf")
+    made[0].synced = True
+    assert referenced.get("team-a", "hf")["cached"]  # served from the watch's cache
+    reader.refused.add("team-a")
+    made[0].refused = True  # its relist or re-watch answered 403
+    with pytest.raises(Forbidden):
+        referenced.get("team-a", "hf")
+    assert made[0].stopped_with == 0 and referenced.watched() == set()

@@ -9,7 +9,13 @@ from typing import Any
 import pytest
 
 from baseten_operator.runtime.clock import FakeClock
-from baseten_operator.runtime.errors import Gone, NotFound, ServerError, TooManyRequests
+from baseten_operator.runtime.errors import (
+    Forbidden,
+    Gone,
+    NotFound,
+    ServerError,
+    TooManyRequests,
+)
 from baseten_operator.runtime.informer import Backoff, Informer, Store, namespace_index
 from baseten_operator.runtime.resource import CONFIGMAPS
 
@@ -197,6 +203,25 @@ def test_a_kind_not_served_yet_is_listed_again_and_found_once_its_crd_is_install
     assert not informer.unserved
     assert len(list_watch_client.list_calls) == 3
     assert recorder.snapshot() == [("add", "a", "1")]
+
+
+def test_a_refused_list_is_said_until_a_list_works_again(
+    advance_until: Callable,
+    make_obj: Callable,
+    list_watch_client: Any,
+    make_informer: Callable,
+    clock: FakeClock,
+    wait_until: Callable,
+) -> None:
+    list_watch_client.list_errors = [Forbidden(403, "Forbidden", 'secrets "hf" is forbidden')]
+    list_watch_client.objects = [make_obj("a")]
+    informer, _ = make_informer()
+    informer.start()
+
+    wait_until(lambda: informer.refused)
+    assert not informer.unserved and not informer.has_synced()
+    advance_until(clock, informer.has_synced, step=0.05)  # the RoleBinding granted
+    assert not informer.refused
 
 
 def test_broken_watch_retries_from_the_same_version(
