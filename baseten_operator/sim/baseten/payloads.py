@@ -231,12 +231,18 @@ class Promote(BaseModel):
     preserve_env_instance_type: bool = True
 
 
+# The spec bounds neither; these bound what the simulator stores and audits, far above
+# what the operator sends (a name of at most 255 characters, a value of at most 64 KiB).
+SECRET_NAME_MAX = 1024
+SECRET_VALUE_MAX = 1024 * 1024
+
+
 class UpsertSecret(BaseModel):
     """UpsertSecretRequestV1. The spec gives no rules for names beyond a string (an empty
     one names nothing); the value is a SecretStr, so no repr or error shows it."""
 
-    name: str = Field(min_length=1)
-    value: SecretStr
+    name: str = Field(min_length=1, max_length=SECRET_NAME_MAX)
+    value: SecretStr = Field(max_length=SECRET_VALUE_MAX)
 
 
 Body = TypeVar("Body", bound=BaseModel)

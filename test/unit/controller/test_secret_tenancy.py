@@ -50,7 +50,10 @@ def test_crs_in_different_teams_both_own(sh: Any) -> None:
     sh.create(name="two", team="blue", created="2026-01-02T00:00:00Z")
     sh.run("one")
     sh.run("two")
-    assert sh.status("two")["state"] == "SYNCED"
+    assert sh.status("one")["state"] == sh.status("two")["state"] == "SYNCED"
+    assert sh.baseten.secret_value("hf_token", team="red") == "a"
+    assert sh.baseten.secret_value("hf_token", team="blue") == "a"
+    assert sh.baseten.secret_value("hf_token") is None  # never the workspace's own
 
 
 def test_an_observe_cr_never_conflicts(sh: Any) -> None:

@@ -21,6 +21,7 @@ from baseten_operator.baseten.errors import BasetenAPIError, RateLimited
 from baseten_operator.baseten.teams import TeamScopedClient
 from baseten_operator.runtime.clock import FakeClock
 from baseten_operator.sim.baseten import BasetenSimulator
+from baseten_operator.sim.baseten.payloads import SECRET_NAME_MAX, SECRET_VALUE_MAX
 
 pytestmark = pytest.mark.integration
 
@@ -167,7 +168,10 @@ def test_bad_upserts_are_refused_without_echoing_the_value(
     sim: BasetenSimulator, http: requests.Session
 ) -> None:
     url = f"{sim.api_url}/secrets"
-    for body in ({"value": VALUE}, {"name": "", "value": VALUE}, {"name": "n", "value": 7}):
+    too_long = {"name": "n" * (SECRET_NAME_MAX + 1), "value": VALUE}
+    too_large = {"name": "n", "value": VALUE * (SECRET_VALUE_MAX // len(VALUE) + 1)}
+    malformed = ({"value": VALUE}, {"name": "", "value": VALUE}, {"name": "n", "value": 7})
+    for body in (*malformed, too_long, too_large):
         refused = http.post(url, json=body)
         assert refused.status_code == 400, body
         assert set(refused.json()) == {"code", "message", "details"}
