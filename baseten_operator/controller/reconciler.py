@@ -110,7 +110,7 @@ class BasetenModelReconciler:
             writer.write_outcome(stalled=True)
             raise
         except (RateLimited, StaleRead) as interrupted:
-            result = _interrupted(interrupted)
+            result = interrupted_result(interrupted)
         finally:
             record_model(request.namespace, request.name, spec.model_name, p.env, writer.status)
         return result
@@ -145,7 +145,7 @@ class BasetenModelReconciler:
                 writer.write_outcome(stalled=blocked.stalled)
                 return blocked.result()
             except (RateLimited, StaleRead) as interrupted:
-                return _interrupted(interrupted)
+                return interrupted_result(interrupted)
         forget_model(meta.get("namespace") or "", meta["name"])
         return Result()
 
@@ -154,7 +154,7 @@ class BasetenModelReconciler:
 _MIN_RATE_LIMIT_WAIT = 0.05
 
 
-def _interrupted(interruption: RateLimited | StaleRead) -> Result:
+def interrupted_result(interruption: RateLimited | StaleRead) -> Result:
     """End a pass cut short without writing more of it.
 
     Throttled (RateLimited) is not failed: the pass comes back when Baseten said it

@@ -33,7 +33,7 @@ from baseten_operator.controller.endings import AwaitChange, PassEnded, Reconcil
 from baseten_operator.controller.messages import invalid_spec
 from baseten_operator.controller.ownership import object_key
 from baseten_operator.controller.ports import BasetenAPI
-from baseten_operator.controller.reconciler import parse_spec_as
+from baseten_operator.controller.reconciler import interrupted_result, parse_spec_as
 from baseten_operator.controller.secret_context import SecretDependencies, SecretPass
 from baseten_operator.controller.secret_deletion import delete_secret
 from baseten_operator.controller.secret_fingerprint import fingerprint
@@ -89,10 +89,8 @@ class BasetenSecretReconciler:
         except ReconcileError as error:
             writer.write_outcome(stalled=error.stalled)
             raise
-        except RateLimited as throttled:
-            return Result(requeue_after=max(throttled.retry_after, 0.05))
-        except StaleRead:
-            return Result(requeue=True)
+        except (RateLimited, StaleRead) as interruption:
+            return interrupted_result(interruption)
 
     def _delete(self, p: SecretPass) -> Result:
         if not has_finalizer(p.obj):
