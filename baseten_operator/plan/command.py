@@ -32,7 +32,7 @@ from baseten_operator.plan.world import (
     read_only_clients,
 )
 from baseten_operator.runtime.client import KubeClient
-from baseten_operator.runtime.clock import RealClock
+from baseten_operator.runtime.clock import Clock, RealClock
 from baseten_operator.runtime.errors import ApiError
 from baseten_operator.runtime.kubeconfig import KubeConfigError
 from baseten_operator.runtime.logging import configure_logging
@@ -88,7 +88,9 @@ def _usage_error(args: argparse.Namespace) -> str | None:
     return None
 
 
-def run_plan(args: argparse.Namespace) -> int:
+def run_plan(args: argparse.Namespace, clock: Clock | None = None) -> int:
+    """`clock`: the wall clock the passes read (the machine's; a test pins one to hold the
+    plan to a pass at the same instant)."""
     # Logs go to stderr, warnings only: stdout is the plan.
     configure_logging("warning", "console", stream=sys.stderr)
     problem = _usage_error(args)
@@ -104,7 +106,7 @@ def run_plan(args: argparse.Namespace) -> int:
         planner = Planner(
             RecordingBaseten(client),
             inputs.configmaps,
-            RealClock(),
+            clock or RealClock(),
             Timing.scaled(args.time_scale),
             tenancy=tenancy,
             namespace_client=read_only_clients(client.base_url, args.baseten_timeout),

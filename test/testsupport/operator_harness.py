@@ -30,7 +30,7 @@ from baseten_operator.controller.setup import CONTROLLER_NAME
 from baseten_operator.main import build_operator
 from baseten_operator.runtime import metrics
 from baseten_operator.runtime.client import KubeClient
-from baseten_operator.runtime.clock import RealClock
+from baseten_operator.runtime.clock import Clock, RealClock
 from baseten_operator.runtime.errors import ApiError, NotFound
 from baseten_operator.runtime.informer import Informer
 from baseten_operator.runtime.manager import Manager
@@ -101,6 +101,9 @@ class OperatorHarness:
     # Kinds whose CRD `start` leaves out (an operator upgraded before its CRDs); a test
     # installs one later with `install_crd`.
     deferred_kinds: tuple[str, ...] = ()
+    # The wall clock of the simulator and the operator alike (a test's PinnedClock: what
+    # depends on the hour or the weekday reads the test's instant).
+    clock: Clock = field(default_factory=RealClock)
     kube_server: KubeApiServer = field(init=False)
     sim: BasetenSimulator = field(init=False)
     kube: KubeClient = field(init=False)
@@ -129,7 +132,7 @@ class OperatorHarness:
         wait_for(self._crds_served, timeout=10.0)
         self._start_observer()
         self.sim = BasetenSimulator(
-            API_KEY, time_scale=self.sim_time_scale, durations=self.sim_durations
+            API_KEY, time_scale=self.sim_time_scale, clock=self.clock, durations=self.sim_durations
         )
         self.requests = RequestLog(self.sim.app)
         # The server takes the app when it starts; the log is a transparent wrapper around it.
@@ -151,7 +154,7 @@ class OperatorHarness:
             shutdown_timeout=5.0,
         )
         self.manager = build_operator(
-            options, kube=self.kube, baseten=self.baseten, clock=RealClock()
+            options, kube=self.kube, baseten=self.baseten, clock=self.clock
         )
         self.manager.start()
         wait_for(lambda: self.manager.informers_synced(), timeout=10.0)

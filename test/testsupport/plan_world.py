@@ -31,7 +31,7 @@ from baseten_operator.api.constants import BASETENMODELS, BASETENSECRETS, FINALI
 from baseten_operator.api.crds import all_crds
 from baseten_operator.baseten.client import API_KEY_ENV, BASE_URL_ENV, BasetenClient
 from baseten_operator.baseten.pool import BasetenClientPool
-from baseten_operator.cli import main
+from baseten_operator.cli import build_parser
 from baseten_operator.controller.context import Dependencies
 from baseten_operator.controller.endings import ReconcileError
 from baseten_operator.controller.ownership import claim_index
@@ -39,9 +39,9 @@ from baseten_operator.controller.reconciler import BasetenModelReconciler
 from baseten_operator.controller.tenancy import Tenancy
 from baseten_operator.controller.timing import Timing
 from baseten_operator.main import client_factory, remote_url
+from baseten_operator.plan.command import run_plan
 from baseten_operator.plan.render import SCHEMA_PATH
 from baseten_operator.runtime.client import KubeClient
-from baseten_operator.runtime.clock import RealClock
 from baseten_operator.runtime.controller import Request, TerminalError
 from baseten_operator.runtime.errors import ApiError, NotFound
 from baseten_operator.runtime.recorder import EventRecorder
@@ -52,6 +52,7 @@ from baseten_operator.sim.baseten.http import Request as SimRequest
 from baseten_operator.sim.baseten.http import Response as SimResponse
 from baseten_operator.sim.baseten.keys import KeyRing
 from baseten_operator.truss.pusher import TrussPusher
+from testsupport.clocks import PinnedClock
 from testsupport.clusters import Cluster, start_kube
 from testsupport.polling import wait_for
 
@@ -113,6 +114,9 @@ class _LiveCache:
 @dataclass
 class PlanWorld:
     workdir: Path
+    # The one wall clock of the simulator, `plan` and the pass: real time until a test pins
+    # an instant (autoscaling schedules' windows then read the test's hour and weekday).
+    clock: PinnedClock = field(default_factory=PinnedClock)
     cluster: Cluster = field(init=False)
     kube: KubeClient = field(init=False)
     kubeconfig: Path = field(init=False)
@@ -131,7 +135,9 @@ class PlanWorld:
         wait_for(self._crd_served, timeout=10.0)
         # Baseten's TTL deactivation is quick here; every other lifecycle takes its time,
         # so the state a test sets up stays put while it plans and passes.
-        self.sim = BasetenSimulator(API_KEY, durations=LifecycleDurations(deactivate=0.05))
+        self.sim = BasetenSimulator(
+            API_KEY, clock=self.clock, durations=LifecycleDurations(deactivate=0.05)
+        )
         self.requests = KeyedRequestLog(self.sim.app, self.sim.keys)
         self.sim.app = self.requests  # type: ignore[assignment]
         self.sim.start()
@@ -144,7 +150,7 @@ class PlanWorld:
             self._saved_env[name] = os.environ.get(name)
             os.environ[name] = value
         self.create_namespace(OPERATOR_NAMESPACE)
-        self.recorder = EventRecorder(self.kube, "baseten-operator", clock=RealClock())
+        self.recorder = EventRecorder(self.kube, "baseten-operator", clock=self.clock)
         self.recorder.start()
         self.pusher = TrussPusher(API_KEY, remote_url(self.sim.api_url), max_concurrent=2)
         self.pusher.start()
@@ -254,7 +260,7 @@ class PlanWorld:
             kube=self.kube,
             baseten=baseten,
             recorder=self.recorder,
-            clock=RealClock(),
+            clock=self.clock,
             timing=Timing(),
             models=_LiveCache(self.kube, BASETENMODELS),
             configmaps=_LiveCache(self.kube, CONFIGMAPS),
@@ -297,7 +303,7 @@ class PlanWorld:
         audited = len(self.sim.audit_log())
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
-            code = main(["plan", "-o", "json", *args])
+            code = self._run_plan("-o", "json", *args)
         assert len(self.sim.audit_log()) == audited, "plan made a Baseten write"
         seen = self.requests.seen(since=started)
         document = json.loads(out.getvalue())
@@ -307,8 +313,12 @@ class PlanWorld:
     def plan_table(self, *args: str) -> tuple[int, str]:
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
-            code = main(["plan", *args])
+            code = self._run_plan(*args)
         return code, out.getvalue()
+
+    def _run_plan(self, *args: str) -> int:
+        """`baseten-operator plan ARGS` as the CLI parses it, on this world's clock."""
+        return run_plan(build_parser().parse_args(["plan", *args]), clock=self.clock)
 
 
 def manifest(namespace: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:

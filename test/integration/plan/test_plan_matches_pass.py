@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Callable, Iterator
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -111,9 +113,55 @@ def window(min_replica: int, max_replica: int) -> dict[str, Any]:
     }
 
 
-def test_schedule_drift(world: PlanWorld, namespace: str) -> None:
+def at(iso: str) -> float:
+    return datetime.fromisoformat(iso).timestamp()
+
+
+@pytest.fixture
+def pinned(world: PlanWorld) -> Iterator[Callable[[float], None]]:
+    """Pins the world's one clock (simulator, plan and pass) to an instant; real time again
+    after the test."""
+    yield world.clock.pin
+    world.clock.pin(time.time())
+
+
+def applied_schedule(world: PlanWorld, model_id: str) -> str | None:
+    """The name of the schedule whose window Baseten says is in force (None: the baseline)."""
+    schedules = world.sim.engine.get_environment(model_id, "production")["autoscaling_schedules"]
+    applied = (schedules.get("applied_state") or {}).get("schedule_id")
+    return next((s["name"] for s in schedules["schedules"] if s["id"] == applied), None)
+
+
+# Instants for the story below, each with the window Baseten holds in force then (UTC
+# wall clock | Asia/Tokyo, the time zone the UI moved the schedules to). The first is the
+# instant CI failed at when these tests read the machine's clock.
+SCHEDULE_INSTANTS = [
+    # Sun 11:00 Tokyo: the UI's HOURLY Sunday window (minutes 0-30).
+    pytest.param("2026-12-06T02:00:00+00:00", "from-the-ui", id="in-the-ui-window"),
+    # Sun 11:45 Tokyo: past the hour's 30 minutes.
+    pytest.param("2026-12-06T02:45:00+00:00", None, id="outside-any-window"),
+    # Sat 15:10 in UTC, already Sun 00:10 in Tokyo: the schedule's time zone decides.
+    pytest.param("2026-12-05T15:10:00+00:00", "from-the-ui", id="sunday-only-in-tokyo"),
+    # Wed 03:30 Tokyo: the overnight window that opened Tuesday 22:00, past midnight.
+    pytest.param("2026-12-08T18:30:00+00:00", "overnight", id="across-midnight"),
+    # Thu 03:30 Tokyo: would be overnight, but Wednesday's window is not scheduled.
+    pytest.param("2026-12-09T18:30:00+00:00", None, id="excluded-weekday"),
+]
+
+
+@pytest.mark.parametrize(("instant", "in_force"), SCHEDULE_INSTANTS)
+def test_schedule_drift(
+    world: PlanWorld,
+    namespace: str,
+    pinned: Callable[[float], None],
+    instant: str,
+    in_force: str | None,
+) -> None:
     """The UI adds a schedule and moves the time zone of a collection the spec owns: one
-    update puts the autoscaling back and deletes the UI's schedule, in the same PATCH."""
+    update deletes the UI's schedule and puts the time zone back, in the same PATCH as the
+    baseline's autoscaling, unless a window holds the baseline now (docs/contract.md 3.8,
+    baseline hold). Plan and pass agree at every instant, windows open or not."""
+    pinned(at(instant))
     model = f"{namespace}-m"
     overnight = {
         "name": "overnight",
@@ -167,20 +215,22 @@ def test_schedule_drift(world: PlanWorld, namespace: str) -> None:
         autoscaling_settings={"max_replica": 5},
         autoscaling_schedule_settings={"timezone": "Asia/Tokyo", "schedules": [hourly]},
     )
+    assert applied_schedule(world, model_id) == in_force  # the case is what it says
     item = plan_then_pass(world, namespace, "m", model_id)
     (action,) = item["actions"]
     assert action["type"] == "update-environment"
-    assert action["changes"] == [
-        {"field": "maxReplicas", "old": 5, "new": 2},
-        {"field": "scheduleTimezone", "old": "Asia/Tokyo", "new": "UTC"},
-    ]
+    timezone = {"field": "scheduleTimezone", "old": "Asia/Tokyo", "new": "UTC"}
+    baseline = {"field": "maxReplicas", "old": 5, "new": 2}
+    assert action["changes"] == ([timezone] if in_force else [baseline, timezone])
     assert action["schedules"] == [{"name": "from-the-ui", "change": "removed"}]
     assert action["autoscalingScheduleSettings"]["timezone"] == "UTC"
     assert len(action["autoscalingScheduleSettings"]["delete_schedules"]) == 1
-    assert [e["reason"] for e in item["events"]] == [
-        "AutoscalingUpdated",
-        "AutoscalingScheduleUpdated",
-    ]
+    reasons = [e["reason"] for e in item["events"]]
+    assert reasons == (
+        ["AutoscalingScheduleUpdated"]
+        if in_force
+        else ["AutoscalingUpdated", "AutoscalingScheduleUpdated"]
+    )
 
 
 def test_promotion_settings_drift(world: PlanWorld, namespace: str) -> None:
