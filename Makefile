@@ -15,15 +15,19 @@ help: ## List the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
 
 # The venv gets the Dockerfile's hash-checked build tools first: a fresh venv's setuptools is
-# too old for pyproject's license field, and the wheel test builds without isolation.
+# too old for pyproject's license field, and the wheel test builds without isolation. Then the
+# locked runtime closure, hash-checked, so the tests run on exactly what the image ships (the
+# dev tools resolve on top of it; left to resolve alone, every new release on PyPI would move
+# the tests' environment away from the lock).
 # setuptools prints a boxed notice on every editable install of a flat layout ("folders in
 # your working directory with the same name as your package ... may take precedence"): here
 # that folder is the package itself, so the notice says nothing; an install prints only errors.
 EDITABLE_QUIET := PYTHONWARNINGS="ignore:Editable installation"
-$(STAMP): pyproject.toml requirements-build.lock
+$(STAMP): pyproject.toml requirements-build.lock requirements.lock
 	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) is required"; exit 1; }
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --require-hashes -r requirements-build.lock
+	$(BIN)/pip install -q --require-hashes -r requirements.lock
 	$(EDITABLE_QUIET) $(BIN)/pip install -q -e '.[dev]'
 	$(BIN)/pip check
 	$(COMPILE)
