@@ -519,7 +519,8 @@ class Condition(ApiModel):
         min_length=1,
         max_length=1024,
         pattern=CONDITION_REASON_PATTERN,
-        description="The deploymentStatus (Unknown when unset).",
+        description="The status word: a BasetenModel's deploymentStatus, a BasetenSecret's "
+        "state (Unknown when unset).",
     )
     message: str = Field(..., max_length=32768, description="The status message.")
 

@@ -14,10 +14,10 @@ reading and every retry (deadlines.py cuts a server that answers too slowly). Ev
 write first passes the write fence, and every wait is the fence's, so losing the
 Lease or shutting down interrupts it.
 
-Requests go through one `requests` Session per client (connections.py): its pool of
-kept-alive connections, proxy, TLS trust and URL are settled once per client, not on
-every call. urllib3's own Retry only repeats a GET on a kept-alive connection that broke
-before any answer; everything above is decided here.
+Requests go through one `requests` transport adapter per client (connections.py,
+`HTTPAdapter.send`, no `Session`): its pool of kept-alive connections, proxy, TLS trust and
+URL are settled once per client, not on every call. urllib3's own Retry only repeats a GET
+on a kept-alive connection that broke before any answer; everything above is decided here.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 from baseten_operator.api.constants import BASETENMODELS, BASETENSECRETS
 from baseten_operator.baseten.metrics import BASETEN_API_REQUESTS
-from baseten_operator.controller.timing import Timing
+from baseten_operator.controller.shared.timing import Timing
 from baseten_operator.runtime.errors import NotFound
 from baseten_operator.runtime.resource import SECRETS
 from baseten_operator.sandbox.cluster import SAMPLES_NAMESPACE

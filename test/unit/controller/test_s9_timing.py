@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from baseten_operator.controller.timing import Timing, go_duration
+from baseten_operator.controller.shared.timing import Timing, go_duration
 from baseten_operator.truss.pusher import PUSH_TIMEOUT
 
 

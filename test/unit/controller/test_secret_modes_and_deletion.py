@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from baseten_operator.controller.endings import ReconcileError
+from baseten_operator.controller.shared.endings import ReconcileError
 
 
 def test_observe_reports_what_it_would_write_and_writes_nothing(sh: Any) -> None:

@@ -120,7 +120,7 @@ def test_the_fingerprint_is_keyed_not_a_plain_hash(sh: Any) -> None:
 
 def test_a_failed_write_is_failed_and_retried(sh: Any) -> None:
     from baseten_operator.baseten.errors import BasetenAPIError
-    from baseten_operator.controller.endings import ReconcileError
+    from baseten_operator.controller.shared.endings import ReconcileError
 
     sh.secrets.put("hf", {"token": VALUE})
     sh.create()
