@@ -584,6 +584,13 @@ class BasetenModelStatus(ConditionedStatus):
         description="Candidate whose promotion this CR is cancelling: on record before the "
         "cancel call, cleared once Baseten no longer promotes it.",
     )
+    cancel_acknowledged_time: str | None = Field(
+        max_length=TIME_MAX,
+        default=None,
+        alias="cancelAcknowledgedTime",
+        description="When Baseten acknowledged the cancel of cancellingDeploymentID's "
+        "promotion: an acknowledged cancel is never sent again.",
+    )
     deployment_status: str | None = Field(
         max_length=SHORT_MAX,
         default=None,

@@ -151,11 +151,18 @@ class Pass(ObjectPass[Dependencies, BasetenModelSpec, BasetenModelStatus]):
     def record_cancelling(self, candidate: DeploymentV1) -> None:
         """3.8: this CR is cancelling the promotion of `candidate` (on record before the call,
         so that a new leader neither forgets it nor cancels twice)."""
+        if self.status.cancelling_deployment_id != candidate.id:
+            self.status.cancel_acknowledged_time = None
         self.status.cancelling_deployment_id = candidate.id
+
+    def record_cancel_acknowledged(self) -> None:
+        """3.8: Baseten took the cancel: it is never sent again for this candidate."""
+        self.status.cancel_acknowledged_time = rfc3339(self.deps.clock)
 
     def clear_cancelling(self) -> None:
         """3.8: Baseten no longer promotes the candidate being cancelled."""
         self.status.cancelling_deployment_id = None
+        self.status.cancel_acknowledged_time = None
 
     def record_first_failure(self, at: float) -> None:
         """Section 4: the failure episode starts (its retry deadline runs from `at`)."""

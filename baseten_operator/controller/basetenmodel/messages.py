@@ -209,6 +209,13 @@ def promotion_cancelled_event(candidate: str, env: str, source: str) -> str:
     return f"Cancelled promotion of {candidate} to {env}: the spec now asks for {source}"
 
 
+def cancel_pending(ap: str, candidate: str, env: str, source: str, phase: str | None) -> str:
+    return (
+        f"{ap}promotion of {candidate} to {env} cancelled, waiting for Baseten to stop it "
+        f"(phase {phase or 'unknown'}); the spec now asks for {source}"
+    )
+
+
 def cancel_failed(ap: str, candidate: str, env: str, error: object) -> str:
     return f"{ap}failed to cancel promotion of {candidate} to {env}: {error}"
 

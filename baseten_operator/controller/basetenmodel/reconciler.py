@@ -16,7 +16,10 @@ from baseten_operator.api.types import BasetenModelSpec
 from baseten_operator.baseten.errors import RateLimited
 from baseten_operator.controller.basetenmodel import messages
 from baseten_operator.controller.basetenmodel.admission import admit, admit_deletion
-from baseten_operator.controller.basetenmodel.cancellation import cancel_unwanted_promotion
+from baseten_operator.controller.basetenmodel.cancellation import (
+    cancel_before_the_source,
+    cancel_unwanted_promotion,
+)
 from baseten_operator.controller.basetenmodel.context import Dependencies, Pass
 from baseten_operator.controller.basetenmodel.deletion import finalize, retains_model, set_finalizer
 from baseten_operator.controller.basetenmodel.environment import (
@@ -139,6 +142,9 @@ def _pause(p: Pass) -> NoReturn:
 
 def _reconcile(p: Pass) -> NoReturn:
     resolve_model_id(p)  # step 6: into status.modelID, which every later step reads
+    # Before anything else: a rollout the spec no longer wants is stopped before it can
+    # reach full traffic, even while the new source waits to be pushed (step 8's last part).
+    environment = cancel_before_the_source(p)
     if p.spec.truss_config is not None:  # step 7
         source = resolve_truss_source(p)
     else:
@@ -148,10 +154,10 @@ def _reconcile(p: Pass) -> NoReturn:
     model_id = p.status.model_id
     if not model_id:
         raise RequeueAfter(p.deps.timing.push_poll)  # the push in flight creates the model
-    environment = ensure_environment(p, model_id)  # step 8
-    p.record_environment(environment)
-    # Before anything else: a rollout the spec no longer wants is stopped before it can
-    # reach full traffic (a settings PATCH would end this pass first).
+    if environment is None:
+        environment = ensure_environment(p, model_id)  # step 8
+        p.record_environment(environment)
+    # A settings PATCH would end this pass first: the cancel comes before it.
     environment = cancel_unwanted_promotion(p, model_id, source, environment)
     correct_drift(p, model_id, environment, steady_message(p, environment))
     promote_source(p, model_id, source, environment)  # steps 9 to 14
