@@ -293,7 +293,7 @@ class Tour:
         )
         audit_mark = len(self.sim.audit_log())
         self._ui_drift(self.llm_id, DRIFT_MIN_REPLICAS)
-        quiet = self.timing.steady * (1 + self.timing.steady_jitter) * QUIET_PERIODS
+        quiet = self.timing.steady * (1 + self.timing.steady_earliest) * QUIET_PERIODS
         self._say(f"watching {quiet:.1f}s (longer than an operator pass): the drift must stay")
         if self.stop.wait(quiet):
             raise Interrupted("pause window")

@@ -78,8 +78,8 @@ class Pass(ObjectPass[Dependencies, BasetenModelSpec, BasetenModelStatus]):
 
     @property
     def steady_period(self) -> float:
-        """When this object is looked at again in steady state (jittered per object)."""
-        return self.deps.timing.steady_after(self.key)
+        """When this object is looked again in steady state (at its phase of the period)."""
+        return self.deps.timing.steady_after(self.key, self.deps.clock.now())
 
     @property
     def env(self) -> str:

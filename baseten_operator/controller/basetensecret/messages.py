@@ -111,5 +111,24 @@ def secret_user(namespace: str, name: str) -> str:
     return f"BasetenSecret {namespace}/{name}"
 
 
+# Where a status from before `writtenName` says the value went: nowhere it can prove.
+WRITTEN_UNKNOWN = "a place its status does not record (and its Secret cannot prove)"
+
+
+def team_text(team: str | None) -> str:
+    return f"team {team}" if team else "the organisation"
+
+
+def where_written(name: str, team: str | None) -> str:
+    return f"Baseten secret {name} in {team_text(team)}"
+
+
+def delete_elsewhere_event(name: str, written: str, team: str) -> str:
+    return (
+        f"Not deleting Baseten secret {name} in {team}: this BasetenSecret last wrote its "
+        f"value to {written}"
+    )
+
+
 def _in_team(team: str | None) -> str:
     return f" (team {team})" if team else ""

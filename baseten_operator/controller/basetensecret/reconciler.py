@@ -192,7 +192,7 @@ def read_value(p: SecretPass) -> SecretStr:
         p.enter(unusable.state, unusable.message, EventReason.SECRET_SYNC_FAILED)
         if unusable.waiting:
             # The Secret's watch brings it back; the requeue is only a backstop.
-            raise RequeueAfter(p.deps.timing.steady_after(p.key)) from None
+            raise RequeueAfter(p.deps.timing.steady_after(p.key, p.deps.clock.now())) from None
         raise AwaitChange() from None
 
 
@@ -271,6 +271,9 @@ def write(p: SecretPass, client: BasetenAPI, value: SecretStr, digest: str, why:
     status = p.status
     status.fingerprint = digest
     status.last_sync_time = format_rfc3339(now)
+    # Where it went: a later deletion deletes there, and nowhere else.
+    status.written_name = p.spec.name
+    status.written_team = p.team
     ref = p.spec.secret_ref
     p.event(
         EventReason.SECRET_SYNCED,
@@ -297,7 +300,7 @@ def _failed(p: SecretPass, message: str) -> NoReturn:
 def next_check(p: SecretPass) -> float:
     """The steady re-check (a name deleted in the UI comes back), or the reassert if due
     sooner."""
-    steady = p.deps.timing.steady_after(p.key)
+    steady = p.deps.timing.steady_after(p.key, p.deps.clock.now())
     due = _reassert_due(p)
     if due is None:
         return steady

@@ -16,6 +16,9 @@ log = structlog.get_logger(__name__)
 # Waiting for a Secret (or its key) that something else (External Secrets, a person) is
 # expected to create: work under way, not a failure.
 PROGRESSING_STATES = frozenset({SecretState.WAITING_FOR_SECRET})
+# Ready: the value is in Baseten; or, in Observe, what differs is reported (Observe reports,
+# it never waits, as a BasetenModel in Observe with drift).
+READY_STATES = frozenset({SecretState.SYNCED, SecretState.OUT_OF_SYNC})
 
 
 def parse_secret_status(raw: Any) -> BasetenSecretStatus:
@@ -48,7 +51,7 @@ class SecretStatusWriter(ObjectStatusWriter[BasetenSecretStatus]):
             self.status,
             state,
             self.status.message,
-            ready=state == SecretState.SYNCED,
+            ready=state in READY_STATES,
             progressing=state in PROGRESSING_STATES,
             generation=generation,
             now=now,

@@ -19,10 +19,9 @@ DAY = 24 * HOUR
 @dataclass(frozen=True)
 class Timing:
     steady: float = 5 * MINUTE
-    # Each object's steady period is longer by up to this fraction of it, fixed per object
-    # (steady_after): after a restart every object converges within seconds, and without it
-    # their re-checks would fall due together every period, a burst of Baseten reads.
-    steady_jitter: float = 0.1
+    # A steady re-check never comes sooner than this fraction of the period after the pass
+    # that schedules it (steady_after): one just done is not repeated at once.
+    steady_earliest: float = 0.1
     # Promotion in progress, waiting for a source, and the poll after a retry.
     poll: float = 30.0
     # After an environment create or a settings PATCH (applied asynchronously).
@@ -56,7 +55,7 @@ class Timing:
         scaled = {
             field.name: getattr(base, field.name) * time_scale
             for field in dataclasses.fields(cls)
-            if field.name not in ("retry_jitter", "steady_jitter", "scale")
+            if field.name not in ("retry_jitter", "steady_earliest", "scale")
         }
         return cls(**scaled, scale=time_scale)
 
@@ -69,11 +68,22 @@ class Timing:
         delay = min(self.retry_base * (2**exponent), self.retry_cap)
         return delay * (1 + self.retry_jitter * jitter_fraction)
 
-    def steady_after(self, key: str) -> float:
-        """The steady re-check of the object `key` (namespace/name): within
-        [steady, steady * (1 + steady_jitter)), the same for a key on every pass and spread
-        evenly across keys, so the periods of N objects drift apart and their reads even out."""
-        return self.steady * (1 + self.steady_jitter * key_fraction(key))
+    def steady_after(self, key: str, now: float) -> float:
+        """How long until the steady re-check of the object `key` (namespace/name), from
+        `now` (wall-clock seconds).
+
+        Each key has its phase in the period, a fraction of it fixed by the key
+        (`key_fraction`), on a grid anchored at the epoch: the re-check comes at the key's
+        next phase, and from then on every period exactly. N objects that converge
+        together (a restart, a new leader) are re-checked spread evenly over the period
+        from the first one on, and every replica computes the same instants. Never sooner
+        than `steady_earliest` of a period: a clock that fires a re-check a little early
+        does not bring it back at once."""
+        period = self.steady
+        wait = (key_fraction(key) * period - now) % period
+        if wait < self.steady_earliest * period:
+            wait += period
+        return wait
 
     def nominal(self, seconds: float) -> float:
         """A scaled duration expressed in unscaled time, for messages."""

@@ -699,7 +699,7 @@ class Harness:
 
     def steady_period(self, name: str = NAME, namespace: str = NAMESPACE) -> float:
         """The steady re-check of that object (jittered per object, section 9)."""
-        return self.timing.steady_after(f"{namespace}/{name}")
+        return self.timing.steady_after(f"{namespace}/{name}", self.clock.now())
 
     def reasons(self) -> list[str]:
         return [reason for _, reason, _ in self.events]
@@ -752,8 +752,9 @@ OPERATOR_USER = "system:serviceaccount:baseten-system:baseten-operator-controlle
 
 
 class UserSecrets:
-    """The referenced Secrets as the operator reads them (basetensecret/context.py SecretSource):
-    refused (403) in the namespaces listed in `forbidden`, as without the RoleBinding."""
+    """The referenced Secrets as the operator reads them (basetensecret/context.py's
+    SecretSource): refused (403) in the namespaces listed in `forbidden`, as without the
+    RoleBinding."""
 
     def __init__(self) -> None:
         self.items: dict[tuple[str, str], dict[str, Any]] = {}

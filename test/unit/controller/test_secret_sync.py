@@ -60,7 +60,7 @@ def test_steady_state_writes_nothing(sh: Any) -> None:
     result = sh.run()
     assert sh.upserts() == []
     assert sh.writes == 0 and sh.events == []
-    assert result.requeue_after == sh.timing.steady_after("default/hf-token")
+    assert result.requeue_after == sh.timing.steady_after("default/hf-token", sh.clock.now())
 
 
 def test_a_rotated_value_is_written_once(sh: Any) -> None:
