@@ -234,7 +234,7 @@ class Account:
         in_progress = None
         if env.promotion is not None:
             candidate = self.deployments.get(env.promotion.candidate_id)
-            in_progress = views.promotion_view(env.promotion, now, self.time_scale)
+            in_progress = views.promotion_view(env.promotion)
         return views.environment_view(
             env,
             self.render_deployment(current) if current else None,

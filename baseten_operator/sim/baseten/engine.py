@@ -14,7 +14,7 @@ import threading
 from typing import Any
 
 from baseten_operator.runtime.clock import Clock, RealClock
-from baseten_operator.sim.baseten import autoscaling_schedules, settings, views
+from baseten_operator.sim.baseten import autoscaling_schedules, rollout, settings, views
 from baseten_operator.sim.baseten.account import Account
 from baseten_operator.sim.baseten.autoscaling_schedules import ScheduleEdit
 from baseten_operator.sim.baseten.controls import Controls
@@ -357,11 +357,7 @@ class SimEngine:
                 started_at=now,
                 candidate_is_copy=candidate is not dep,
                 rolling_deploy=bool(promotion_settings.get("rolling_deploy")),
-                ramp_up_seconds=(
-                    float(promotion_settings.get("ramp_up_duration_seconds") or 0)
-                    if promotion_settings.get("ramp_up_while_promoting")
-                    else None
-                ),
+                steps=rollout.steps_for(promotion_settings, self.lifecycle.durations.rolling_step),
             )
             if candidate.status in READY_STATUSES:
                 self.lifecycle.candidate_ready(env, now)
