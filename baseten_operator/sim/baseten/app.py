@@ -9,6 +9,8 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
 
+from prometheus_client import CONTENT_TYPE_LATEST
+
 from baseten_operator.runtime.clock import Clock
 from baseten_operator.sim.baseten import rest
 from baseten_operator.sim.baseten.access import check_route
@@ -28,6 +30,9 @@ from baseten_operator.sim.baseten.ratelimit import RateLimiter
 from baseten_operator.sim.baseten.s3 import S3Store
 
 RATE_LIMIT_MESSAGE = "Rate limit exceeded. Please try again later."
+# Baseten's Prometheus export (app.baseten.co/metrics), and its name for faults.
+METRICS_PATH = "/metrics"
+METRICS_EXPORT = "metrics_export"
 CONTROL_PREFIX = "/_sim/"
 GRAPHQL_PATHS = ("/graphql", "/graphql/")
 # Push arguments left out of the audit log: encoded blobs nobody reads there.
@@ -87,6 +92,8 @@ class SimApp:
             return self._handle_graphql(request)
         if request.path == "/v1" or request.path.startswith("/v1/"):
             return self._handle_rest(request)
+        if request.path == METRICS_PATH and request.method == "GET":
+            return self._handle_metrics_export(request)
         if request.method in ("PUT", "POST", "DELETE") and request.path.count("/") >= 2:
             return self._with_fault(request, ["s3"], lambda: self._handle_s3(request))
         return error_response(SimError(404, "NOT_FOUND", f"No route for {request.path}"))
@@ -186,6 +193,22 @@ class SimApp:
             audited = match.route.audited(body)
             self._audit_entry(request, audited, response.status, endpoint, caller)
         return response
+
+    # ----------------------------------------------------------------- metrics export
+
+    def _handle_metrics_export(self, request: Request) -> Response | None:
+        """Baseten's Prometheus scrape endpoint, with the API key (`Api-Key` or `Bearer`).
+        Its rate limit (6 a minute per organisation) is not played: tests scrape fast."""
+        authenticated = self._authenticated_key(request)
+        if authenticated is None:
+            return error_response(SimError(401, "UNAUTHENTICATED", "Invalid or missing API key"))
+        _, caller = authenticated
+
+        def export() -> Response:
+            body = self._engine.metrics_export(caller.team_id)
+            return Response(200, body, {"Content-Type": CONTENT_TYPE_LATEST})
+
+        return self._with_fault(request, [METRICS_EXPORT], export)
 
     # ----------------------------------------------------------------- GraphQL
 

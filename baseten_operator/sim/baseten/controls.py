@@ -27,6 +27,7 @@ from baseten_operator.sim.baseten.records import (
     InstanceType,
     Promotion,
 )
+from baseten_operator.sim.baseten.traffic import TrafficProfile
 
 
 class Controls:
@@ -163,6 +164,33 @@ class Controls:
         with self._account.session():
             dep = self._account.any_deployment(deployment_id)
             return {"id": dep.id, "status": dep.status, "failure": dep.failure}
+
+    def set_traffic_profile(
+        self,
+        deployment_id: str,
+        requests_per_second: float,
+        share_5xx: float = 0.0,
+        share_4xx: float = 0.0,
+        latency_ms: dict[str, float] | None = None,
+    ) -> dict:
+        """From now on the deployment would get `requests_per_second` (simulated) with all of
+        its environment's traffic, that share of them answered 5xx and 4xx, with these
+        latency quantiles (traffic.py); it gets its share of that."""
+        profile = TrafficProfile.parse(requests_per_second, share_5xx, share_4xx, latency_ms)
+        with self._account.session() as now:
+            dep = self._account.any_deployment(deployment_id)
+            self._account.traffic.set_profile(dep.id, now, profile)
+            latency = profile.latency
+            return {
+                "deployment_id": dep.id,
+                "requests_per_second": profile.requests_per_second,
+                "share_5xx": profile.share_5xx,
+                "share_4xx": profile.share_4xx,
+                "latency_ms": {
+                    name: round(getattr(latency, name) * 1000, 6)
+                    for name in ("p50", "p90", "p95", "p99")
+                },
+            }
 
     def uploaded_files(self, deployment_id: str) -> dict[str, str]:
         with self._account.session():

@@ -18,8 +18,10 @@ from baseten_operator.sim.baseten import autoscaling_schedules, rollout, setting
 from baseten_operator.sim.baseten.account import Account
 from baseten_operator.sim.baseten.autoscaling_schedules import ScheduleEdit
 from baseten_operator.sim.baseten.controls import Controls
+from baseten_operator.sim.baseten.deployment_metrics import MetricsQuery, metrics_answer
 from baseten_operator.sim.baseten.errors import bad_request, conflict, not_found
 from baseten_operator.sim.baseten.lifecycle import Lifecycle, LifecycleDurations
+from baseten_operator.sim.baseten.prometheus_export import Exported, exposition
 from baseten_operator.sim.baseten.promotion_signals import PromotionSignals
 from baseten_operator.sim.baseten.records import (
     BUILDING,
@@ -73,7 +75,7 @@ class SimEngine:
 
     def advance_to_now(self) -> None:
         """Apply every lifecycle step due by the clock's now."""
-        with self.account.session():
+        with self.account.session(writes=False):
             pass
 
     tick = advance_to_now
@@ -89,7 +91,7 @@ class SimEngine:
 
     def list_teams(self, name: str | None = None, team_id: str | None = None) -> list[dict]:
         """Every team (or one by name); `team_id`: only that one (what a team key sees)."""
-        with self.account.session():
+        with self.account.session(writes=False):
             return [
                 views.team_view(t)
                 for t in self.account.teams.values()
@@ -97,18 +99,18 @@ class SimEngine:
             ]
 
     def team_of_model(self, model_id: str) -> str | None:
-        with self.account.session():
+        with self.account.session(writes=False):
             model = self.account.models.get(model_id)
             return model.team_id if model else None
 
     def has_team(self, team_id: str) -> bool:
-        with self.account.session():
+        with self.account.session(writes=False):
             return team_id in self.account.teams
 
     # ----------------------------------------------------------------- models
 
     def list_models(self, name: str | None = None, team_id: str | None = None) -> list[dict]:
-        with self.account.session():
+        with self.account.session(writes=False):
             if team_id is not None and team_id not in self.account.teams:
                 raise not_found(f"Team {team_id}")
             return [
@@ -118,7 +120,7 @@ class SimEngine:
             ]
 
     def get_model(self, model_id: str) -> dict:
-        with self.account.session():
+        with self.account.session(writes=False):
             return self.account.render_model(self.account.model(model_id))
 
     def create_model(self, name: str, team_id: str = DEFAULT_TEAM_ID) -> dict:
@@ -127,7 +129,7 @@ class SimEngine:
 
     def find_model_id(self, name: str) -> str | None:
         """The id of the first model named `name`, in any team (None if there is none)."""
-        with self.account.session():
+        with self.account.session(writes=False):
             return next((m.id for m in self.account.models.values() if m.name == name), None)
 
     def delete_model(self, model_id: str) -> dict:
@@ -141,7 +143,7 @@ class SimEngine:
     # ----------------------------------------------------------------- deployments
 
     def list_deployments(self, model_id: str, name: str | None = None) -> list[dict]:
-        with self.account.session():
+        with self.account.session(writes=False):
             model = self.account.model(model_id)
             deps = [self.account.deployments[d] for d in model.deployment_ids]
             return [
@@ -149,7 +151,7 @@ class SimEngine:
             ]
 
     def get_deployment(self, model_id: str, deployment_id: str) -> dict:
-        with self.account.session():
+        with self.account.session(writes=False):
             dep = self.account.deployment(model_id, deployment_id)
             return self.account.render_deployment(dep)
 
@@ -240,15 +242,42 @@ class SimEngine:
                 }
             return {"status": "ACCEPTED", "message": "Autoscaling settings updated"}
 
+    def deployment_metrics(self, model_id: str, deployment_id: str, query: MetricsQuery) -> dict:
+        with self.account.session(writes=False) as now:
+            dep = self.account.deployment(model_id, deployment_id)
+            return metrics_answer(self.account.traffic, dep.id, query, now, self.account.time_scale)
+
+    def metrics_export(self, team_id: str | None = None) -> bytes:
+        """Baseten's Prometheus export of every deployment (a team key's: its team's)."""
+        with self.account.session(writes=False) as now:
+            exported = []
+            for model in self.account.models.values():
+                if team_id is not None and model.team_id != team_id:
+                    continue
+                for dep in (self.account.deployments[d] for d in model.deployment_ids):
+                    env = self.account.current_environment_of(dep) or next(
+                        iter(self.account.promotions_of_candidate(dep)), None
+                    )
+                    exported.append(
+                        Exported(
+                            model.id,
+                            model.name,
+                            dep.id,
+                            env.name if env else "",
+                            views.active_replicas(dep),
+                        )
+                    )
+            return exposition(self.account.traffic, exported, now, self.account.time_scale)
+
     # ----------------------------------------------------------------- environments
 
     def list_environments(self, model_id: str) -> list[dict]:
-        with self.account.session() as now:
+        with self.account.session(writes=False) as now:
             model = self.account.model(model_id)
             return [self.account.render_environment(e, now) for e in model.environments.values()]
 
     def get_environment(self, model_id: str, env_name: str) -> dict:
-        with self.account.session() as now:
+        with self.account.session(writes=False) as now:
             env = self.account.environment(model_id, env_name)
             return self.account.render_environment(env, now)
 
@@ -321,7 +350,7 @@ class SimEngine:
                 view = account.render_environment(env, now)
             else:
                 delay = account.scaled(self.lifecycle.durations.environment_update)
-                account.timeline.at(now + delay, apply)
+                account.later(model_id, now + delay, apply)
             return {"environment": view, "status": "ACCEPTED", "message": "Update accepted"}
 
     # ----------------------------------------------------------------- promotion

@@ -151,7 +151,7 @@ class Lifecycle:
                 if self._account.is_live(dep, generation):
                     step(index + 1, due)
 
-            self._account.timeline.at(at + self._account.scaled(duration), next_step)
+            self._account.later(dep.model_id, at + self._account.scaled(duration), next_step)
 
         step(0, start)
 
@@ -178,7 +178,7 @@ class Lifecycle:
                 self.set_status(dep, SCALED_TO_ZERO, due)
 
         due = at + self._account.scaled(float(dep.autoscaling["scale_down_delay"]))
-        self._account.timeline.at(due, scale_down)
+        self._account.later(dep.model_id, due, scale_down)
 
     # ----------------------------------------------------------------- promotions
 

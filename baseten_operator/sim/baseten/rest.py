@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, unquote
 
+from baseten_operator.sim.baseten.deployment_metrics import MetricsQuery
 from baseten_operator.sim.baseten.engine import SimEngine
 from baseten_operator.sim.baseten.errors import SimError, bad_request
 from baseten_operator.sim.baseten.payloads import (
@@ -76,6 +77,10 @@ def _list_deployments(e: SimEngine, p: Params, q: dict[str, list[str]], b: Any) 
 def _update_autoscaling(e: SimEngine, p: Params, q: dict[str, list[str]], b: Any) -> Any:
     changes = _parse(AutoscalingUpdate, b).changes()
     return e.update_deployment_autoscaling(p["model_id"], p["deployment_id"], changes)
+
+
+def _deployment_metrics(e: SimEngine, p: Params, q: dict[str, list[str]], b: Any) -> Any:
+    return e.deployment_metrics(p["model_id"], p["deployment_id"], MetricsQuery.parse(q))
 
 
 def _list_environments(e: SimEngine, p: Params, q: dict[str, list[str]], b: Any) -> Any:
@@ -224,6 +229,7 @@ ROUTES: tuple[Route, ...] = (
         "update_deployment_autoscaling",
         _update_autoscaling,
     ),
+    _route("GET", _DEPLOYMENT + "/metrics", "get_deployment_metrics", _deployment_metrics),
     _route("GET", _MODEL + "/environments", "list_environments", _list_environments),
     _route("POST", _MODEL + "/environments", "create_environment", _create_environment),
     _route(

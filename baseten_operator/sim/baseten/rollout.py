@@ -148,4 +148,4 @@ class Rollout:
             ):
                 act(env, promotion, due)
 
-        self._account.timeline.at(at + self._account.scaled(sim_seconds), run)
+        self._account.later(env.model_id, at + self._account.scaled(sim_seconds), run)

@@ -223,6 +223,22 @@ class BasetenSimulator:
             immediately=True,
         )["environment"]
 
+    def set_traffic_profile(
+        self,
+        deployment_id: str,
+        requests_per_second: float,
+        share_5xx: float = 0.0,
+        share_4xx: float = 0.0,
+        latency_ms: dict[str, float] | None = None,
+    ) -> dict:
+        """The inference traffic the deployment would get with all of its environment's
+        traffic, from now on (requests per simulated second, the shares answered 5xx and
+        4xx, latency quantiles p50/p90/p95/p99 in ms): what its metrics and the Prometheus
+        export (`/metrics`) report, following its share of the traffic over time."""
+        return self.engine.controls.set_traffic_profile(
+            deployment_id, requests_per_second, share_5xx, share_4xx, latency_ms
+        )
+
     def inject_fault(self, endpoint: str, kind: str, count: int = 1, **params: Any) -> None:
         """kind: latency (seconds=, sim time), 5xx (status=), 429 (retry_after=), drop,
         body (body=: answered with 200 instead of the operation), omit (fields=: dotted
@@ -288,6 +304,7 @@ class BasetenSimulator:
             "fail_promotion": self.fail_promotion,
             "deactivate": self.deactivate,
             "ui_update_environment": self.ui_update_environment,
+            "set_traffic_profile": self.set_traffic_profile,
             "inject_fault": self.inject_fault,
             "clear_faults": self.clear_faults,
             "configure_rate_limits": self.configure_rate_limits,
