@@ -15,6 +15,7 @@ from baseten_operator.runtime.clock import Clock
 from baseten_operator.sim.baseten import rest
 from baseten_operator.sim.baseten.access import check_route
 from baseten_operator.sim.baseten.audit import AuditLog, RequestLog
+from baseten_operator.sim.baseten.audit_trail import acting_as, api_key_actor
 from baseten_operator.sim.baseten.engine import SimEngine
 from baseten_operator.sim.baseten.errors import SimError
 from baseten_operator.sim.baseten.faults import Fault, FaultInjector, omit_members
@@ -183,7 +184,8 @@ class SimApp:
         try:
             body = request.json()
             check_route(self._engine, caller, match.params, request.method)
-            result = rest.call(self._engine, match, request.query, body, caller.team_id)
+            with acting_as(api_key_actor(key, caller.label)):
+                result = rest.call(self._engine, match, request.query, body, caller.team_id)
             response = json_response(200, result)
         except ValueError:
             response = error_response(SimError(400, "BAD_REQUEST", "Request body is not JSON"))
@@ -216,7 +218,7 @@ class SimApp:
         authenticated = self._authenticated_key(request)
         if authenticated is None:
             return error_response(SimError(401, "UNAUTHENTICATED", "Invalid or missing API key"))
-        _, caller = authenticated
+        key, caller = authenticated
         try:
             payload = request.json()
             if not isinstance(payload, dict) or not isinstance(payload.get("query"), str):
@@ -227,7 +229,8 @@ class SimApp:
             return json_response(400, {"data": None, "errors": [{"message": message}]})
 
         def execute() -> Response:
-            result = self._graphql.execute(field, caller)
+            with acting_as(api_key_actor(key, caller.label)):
+                result = self._graphql.execute(field, caller)
             if field.name in MUTATIONS:
                 args = {k: v for k, v in field.args.items() if k not in _BULKY_ARGS}
                 body = {"field": field.name, "args": args}

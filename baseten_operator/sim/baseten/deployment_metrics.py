@@ -22,6 +22,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from baseten_operator.sim.baseten import query_params as params
 from baseten_operator.sim.baseten.errors import bad_request
 from baseten_operator.sim.baseten.traffic import QUANTILES, TrafficLog, mixture_quantile
 
@@ -57,10 +58,13 @@ class MetricsQuery:
     @classmethod
     def parse(cls, query: dict[str, list[str]]) -> MetricsQuery:
         """The query parameters as sent; 400 for what the spec does not allow."""
-        mode = _one(query, "mode") or "CURRENT"
+        mode = params.one(query, "mode") or "CURRENT"
         if mode not in MODES:
             raise bad_request(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
-        start, end = _millis(query, "start_epoch_millis"), _millis(query, "end_epoch_millis")
+        start, end = (
+            params.integer(query, "start_epoch_millis"),
+            params.integer(query, "end_epoch_millis"),
+        )
         if mode == "CURRENT" and (start is not None or end is not None):
             raise bad_request(
                 "start_epoch_millis and end_epoch_millis must be omitted in CURRENT mode"
@@ -72,21 +76,6 @@ class MetricsQuery:
                 f"Unknown metric {unknown[0]!r}; the simulator serves {', '.join(DEFAULT_METRICS)}"
             )
         return cls(mode, start, end, names)
-
-
-def _one(query: dict[str, list[str]], name: str) -> str | None:
-    values = query.get(name)
-    return values[-1] if values else None
-
-
-def _millis(query: dict[str, list[str]], name: str) -> int | None:
-    text = _one(query, name)
-    if text is None or text == "":
-        return None
-    try:
-        return int(text)
-    except ValueError:
-        raise bad_request(f"{name} must be an integer (epoch milliseconds)") from None
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from baseten_operator.sim.baseten.account import Account
+from baseten_operator.sim.baseten.deployment_logs import log_status
 from baseten_operator.sim.baseten.records import (
     ACTIVE,
     BUILDING,
@@ -68,8 +69,10 @@ class Lifecycle:
     # ----------------------------------------------------------------- deployments
 
     def set_status(self, dep: Deployment, status: str, at: float) -> None:
-        """A new status; a candidate that became ready (or failed) moves its promotions on."""
+        """A new status, in the deployment's logs too; a candidate that became ready (or
+        failed) moves its promotions on."""
         dep.status = status
+        log_status(dep, status, at)
         if status in READY_STATUSES:
             dep.deployed = True
             for env in self._account.promotions_of_candidate(dep):

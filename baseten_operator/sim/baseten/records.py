@@ -135,6 +135,16 @@ def _parse_memory_mib(text: str) -> int:
     return max(int(float(match.group(1)) * _MEMORY_FACTORS_MIB[match.group(2)]), 1024)
 
 
+@dataclass(frozen=True)
+class LogLine:
+    """A line of a deployment's logs (LogV1)."""
+
+    time: float
+    message: str
+    level: str | None  # DEBUG, INFO, WARNING, ERROR; None: no level detected
+    replica: str | None = None
+
+
 @dataclass
 class Deployment:
     id: str
@@ -151,8 +161,10 @@ class Deployment:
     truss_config: dict[str, Any] | None = None
     # Bumped whenever a new lifecycle step starts: events of older steps are then stale.
     generation: int = 0
-    # Why its last load failed (what Baseten's deployment logs would say), else None.
+    # Why it last failed (what its logs say: a load, or a failure the control API forced).
     failure: str | None = None
+    # Its build, deploy and serving log lines, in time order (deployment_logs.py).
+    log: list[LogLine] = field(default_factory=list)
 
 
 # The phases of a promotion in progress (InProgressPromotionStatusV1).
@@ -296,6 +308,33 @@ class Secret:
     writes: int = 1
 
 
+@dataclass(frozen=True)
+class Actor:
+    """Who made a change, as Baseten's audit log names them (AuditLogActorV1), and from
+    where (AuditLogSourceV1)."""
+
+    type: str  # USER, API_KEY, BASETEN_SYSTEM
+    source: str  # UI, API, SYSTEM
+    email: str | None = None
+    api_key_prefix: str | None = None
+    api_key_name: str | None = None
+
+
+@dataclass(frozen=True)
+class AuditEntry:
+    """One entry of a model's audit log (AuditLogEntryV1)."""
+
+    seq: int  # creation order: entries are appended as time goes on
+    id: str
+    created: float
+    event_type: str
+    event_data: dict[str, Any]
+    actor: Actor
+    # What the filters match on.
+    environment: str | None = None
+    deployment_id: str | None = None
+
+
 @dataclass
 class Model:
     id: str
@@ -305,3 +344,4 @@ class Model:
     team_id: str = DEFAULT_TEAM_ID
     deployment_ids: list[str] = field(default_factory=list)
     environments: dict[str, Environment] = field(default_factory=dict)
+    audit_log: list[AuditEntry] = field(default_factory=list)
