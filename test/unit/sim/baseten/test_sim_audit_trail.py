@@ -13,6 +13,7 @@ from baseten_operator.sim.baseten.audit_logs import AuditQuery
 from baseten_operator.sim.baseten.audit_trail import acting_as, api_key_actor, key_prefix
 from baseten_operator.sim.baseten.errors import SimError
 from baseten_operator.sim.baseten.lifecycle import LifecycleDurations
+from baseten_operator.sim.baseten.records import SCHEDULE_OVERRIDES
 
 ENV = "production"
 D = LifecycleDurations()
@@ -28,19 +29,11 @@ SCHEDULE = {
             "start_minute": 0,
             "end_hour": 18,
             "end_minute": 0,
+            # Every override sent, null where the environment's value applies.
             "autoscaling_settings": {
+                **dict.fromkeys(SCHEDULE_OVERRIDES),
                 "min_replica": 2,
                 "max_replica": 4,
-                **dict.fromkeys(
-                    (
-                        "autoscaling_window",
-                        "scale_down_delay",
-                        "concurrency_target",
-                        "target_utilization_percentage",
-                        "target_in_flight_tokens",
-                        "max_scale_down_rate",
-                    )  # fmt: skip
-                ),
             },
         }
     ],
