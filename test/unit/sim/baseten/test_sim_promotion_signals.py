@@ -342,3 +342,19 @@ def test_every_signal_needs_a_promotion_in_progress(
     with pytest.raises(SimError, match="No promotion in progress") as refused:
         getattr(engine.promotion_signals, signal)(model_id, ENV)
     assert refused.value.status == 400
+
+
+@pytest.mark.parametrize(
+    ("config", "shares"),
+    [
+        ({"max_surge_percent": 0, "max_unavailable_percent": 40}, [40, 80, 100]),
+        ({"max_surge_percent": 0, "max_unavailable_percent": 0}, [100]),
+    ],
+)
+def test_without_a_surge_a_rolling_deploy_steps_by_its_unavailability_or_at_once(
+    engine: SimEngine, clock: FakeClock, model_id: str, config: dict, shares: list[int]
+) -> None:
+    config = {**config, "stabilization_time_seconds": int(STABILIZE)}
+    serving_and_promoting(engine, model_id, rolling_deploy=True, rolling_deploy_config=config)
+    seen = shares_seen(engine, clock, model_id, STABILIZE, len(shares))
+    assert seen == [("RAMPING_UP", share) for share in shares] + [("RAMPING_DOWN", 100)]
