@@ -52,7 +52,7 @@ GROUPS: dict[str, frozenset[str]] = {
             "USER_MANAGEMENT",
             "DIRECTORY_GROUP_MANAGEMENT",
             "SSH",
-        ),  # fmt: skip
+        ),
         frozenset[str](),
     ),
 }

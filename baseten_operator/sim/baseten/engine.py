@@ -334,8 +334,9 @@ class SimEngine:
             env = self.account.add_environment(model_id, name, now, autoscaling, promotion_settings)
             model = self.account.models[model_id]
             details = audit_trail.of_environment(model, env)
-            audit_trail.record(self.account, model, "ENVIRONMENT_CREATED", details, now,
-                               environment=name)  # fmt: skip
+            audit_trail.record(
+                self.account, model, "ENVIRONMENT_CREATED", details, now, environment=name
+            )
             return self.account.render_environment(env, now)
 
     def delete_environment(self, model_id: str, env_name: str) -> dict:
@@ -348,8 +349,9 @@ class SimEngine:
             model = self.account.models[model_id]
             del model.environments[env_name]
             details = {"model_id": model_id, "model_name": model.name, "environment_name": env_name}
-            audit_trail.record(self.account, model, "ENVIRONMENT_DELETED", details, now,
-                               environment=env_name)  # fmt: skip
+            audit_trail.record(
+                self.account, model, "ENVIRONMENT_DELETED", details, now, environment=env_name
+            )
             return {"name": env_name, "model_id": model_id, "deleted": True}
 
     def update_environment(
@@ -409,8 +411,15 @@ class SimEngine:
                     "schedules": changes,
                     "previous_settings": previous,
                 }
-                audit_trail.record(account, model, "ENVIRONMENT_UPDATED", details, at,
-                                   actor=actor, environment=env.name)  # fmt: skip
+                audit_trail.record(
+                    account,
+                    model,
+                    "ENVIRONMENT_UPDATED",
+                    details,
+                    at,
+                    actor=actor,
+                    environment=env.name,
+                )
 
             if immediately:
                 apply(now)
@@ -460,8 +469,15 @@ class SimEngine:
                 "environment_name": env_name,
                 "environment_id": None,
             }
-            audit_trail.record(self.account, model, "MODEL_DEPLOYMENT_PROMOTED", details, now,
-                               environment=env_name, deployment_id=candidate.id)  # fmt: skip
+            audit_trail.record(
+                self.account,
+                model,
+                "MODEL_DEPLOYMENT_PROMOTED",
+                details,
+                now,
+                environment=env_name,
+                deployment_id=candidate.id,
+            )
             if candidate.status in READY_STATUSES:
                 self.lifecycle.candidate_ready(env, now)
             return self.account.render_deployment(candidate)

@@ -62,7 +62,7 @@ class _Collector:
                 "is_async",
                 "environment",
                 "rollout_phase",
-            ),  # fmt: skip
+            ),
         )
         latency = HistogramMetricFamily(
             "baseten_end_to_end_response_time_seconds",
@@ -74,7 +74,7 @@ class _Collector:
                 "is_async",
                 "environment",
                 "rollout_phase",
-            ),  # fmt: skip
+            ),
         )
         replicas = GaugeMetricFamily(
             "baseten_replicas_active",
@@ -92,8 +92,15 @@ class _Collector:
     def _add_requests(self, family: CounterMetricFamily, dep: Exported) -> None:
         counts = self._log.requests(dep.deployment_id, -math.inf, self._now, self._time_scale)
         for (code, environment, phase), count in sorted(counts.items()):
-            labels = (dep.model_id, dep.model_name, dep.deployment_id, code, IS_ASYNC,
-                      environment, phase)  # fmt: skip
+            labels = (
+                dep.model_id,
+                dep.model_name,
+                dep.deployment_id,
+                code,
+                IS_ASYNC,
+                environment,
+                phase,
+            )
             family.add_metric(labels, math.floor(count))
 
     def _add_latency(self, family: HistogramMetricFamily, dep: Exported) -> None:
@@ -106,8 +113,7 @@ class _Collector:
                 (_le(le), math.floor(sum(w * d.cdf(le) for w, d in weighted))) for le in BUCKETS
             ]
             total = sum(w * d.mean for w, d in weighted)
-            labels = (dep.model_id, dep.model_name, dep.deployment_id, IS_ASYNC, environment,
-                      phase)  # fmt: skip
+            labels = (dep.model_id, dep.model_name, dep.deployment_id, IS_ASYNC, environment, phase)
             family.add_metric(labels, buckets, total)
 
 

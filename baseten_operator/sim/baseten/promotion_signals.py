@@ -98,8 +98,15 @@ class PromotionSignals:
             "environment_id": None,
             "action": action,
         }
-        audit_trail.record(self._account, model, "MODEL_PROMOTION_CONTROL_ACTION", details, at,
-                           environment=env.name, deployment_id=promotion.candidate_id)  # fmt: skip
+        audit_trail.record(
+            self._account,
+            model,
+            "MODEL_PROMOTION_CONTROL_ACTION",
+            details,
+            at,
+            environment=env.name,
+            deployment_id=promotion.candidate_id,
+        )
 
     def _in_progress(self, model_id: str, env_name: str) -> tuple[Environment, Promotion]:
         env = self._account.environment(model_id, env_name)

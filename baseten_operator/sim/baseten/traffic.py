@@ -168,11 +168,6 @@ class Piece:
     state: DeploymentState
     profile: TrafficProfile
 
-    def requests(self, time_scale: float) -> float:
-        """Requests per clock second, all environments and statuses together."""
-        share = sum(s.share for s in self.state.servings)
-        return self.profile.requests_per_second * share / time_scale
-
 
 class _Changes:
     """A value as it changed over time: (since, value) in time order."""
@@ -183,7 +178,8 @@ class _Changes:
 
     def set(self, at: float, value: object) -> None:
         if self.times and at <= self.times[-1]:
-            # A later change at the same instant replaces the earlier one.
+            # A later change at the same instant replaces the earlier one (and a time before
+            # the last, which the account never records, counts as that instant).
             at = self.times.pop()
             self.values.pop()
         if self.values and self.values[-1] == value:
@@ -221,10 +217,6 @@ class TrafficLog:
 
     def set_profile(self, dep_id: str, at: float, profile: TrafficProfile) -> None:
         self._profiles.setdefault(dep_id, _Changes()).set(at, profile)
-
-    def known_since(self, dep_id: str) -> float | None:
-        changes = self._states.get(dep_id)
-        return changes.times[0] if changes and changes.times else None
 
     def pieces(self, dep_id: str, start: float, end: float) -> Iterator[Piece]:
         """The deployment's stretches of constant state and profile within [start, end)."""
@@ -270,14 +262,9 @@ class TrafficLog:
             for serving in piece.state.servings:
                 per_second = piece.profile.requests_per_second * serving.share / time_scale
                 if per_second > 0:
-                    parts.append(
-                        (
-                            serving.environment,
-                            serving.phase,
-                            per_second * seconds,
-                            piece.profile.latency,
-                        )  # fmt: skip
-                    )
+                    requests = per_second * seconds
+                    part = (serving.environment, serving.phase, requests, piece.profile.latency)
+                    parts.append(part)
         return parts
 
     def replicas(self, dep_id: str, start: float, end: float) -> float | None:
