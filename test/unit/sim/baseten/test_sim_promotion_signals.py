@@ -120,24 +120,6 @@ def test_pause_freezes_the_ramp_at_the_end_of_its_step_and_resume_takes_the_next
     assert engine.get_environment(model_id, ENV)["current_deployment"]["id"] == bad
 
 
-@pytest.mark.parametrize(
-    ("signal", "serving"),
-    [
-        ("force_cancel", "good"),  # all traffic back at once
-        ("force_roll_forward", "bad"),  # all traffic to the candidate, even mid-ramp-down
-    ],
-)
-def test_the_forced_signals_end_a_ramp_down_at_once(
-    engine: SimEngine, clock: FakeClock, model_id: str, signal: str, serving: str
-) -> None:
-    ramping(engine, model_id)
-    clock.advance(55)
-    engine.promotion_signals.cancel(model_id, ENV)
-    assert getattr(engine.promotion_signals, signal)(model_id, ENV) == {"success": True}
-    assert progress(engine, model_id) is None
-    assert current(engine, model_id) == serving
-
-
 @pytest.mark.parametrize("signal", ["pause", "resume", "force_cancel", "force_roll_forward"])
 def test_the_rolling_signals_refuse_a_promotion_that_is_not_rolling(
     engine: SimEngine, model_id: str, signal: str
@@ -319,17 +301,27 @@ def test_a_cancelled_rolling_deploy_steps_back_down_by_its_surge(
 
 
 @pytest.mark.parametrize(
-    ("signal", "serving"), [("force_cancel", "good"), ("force_roll_forward", "bad")]
+    ("signal", "serving"),
+    [
+        ("force_cancel", "good"),  # all traffic back at once
+        ("force_roll_forward", "bad"),  # all traffic to the candidate
+    ],
 )
-def test_the_forced_signals_end_a_rolling_deploy_at_once(
-    engine: SimEngine, clock: FakeClock, model_id: str, signal: str, serving: str
+@pytest.mark.parametrize("situation", ["in a rolling step", "ramping down after a cancel"])
+def test_the_forced_signals_end_a_promotion_at_once(
+    engine: SimEngine, clock: FakeClock, model_id: str, signal: str, serving: str, situation: str
 ) -> None:
-    rolling(engine, model_id)
-    clock.advance(STABILIZE + 1)  # 50%
+    if situation == "in a rolling step":
+        rolling(engine, model_id)
+        clock.advance(STABILIZE + 1)  # 50%
+    else:
+        ramping(engine, model_id)
+        clock.advance(55)
+        engine.promotion_signals.cancel(model_id, ENV)
     assert getattr(engine.promotion_signals, signal)(model_id, ENV) == {"success": True}
     assert progress(engine, model_id) is None
     assert current(engine, model_id) == serving
-    clock.advance(STABILIZE * 10)  # nothing planned before the signal happens after it
+    clock.advance(RAMP * 10)  # nothing planned before the signal happens after it
     assert current(engine, model_id) == serving
     assert engine.get_environment(model_id, ENV)["candidate_deployment"] is None
 
