@@ -8,7 +8,7 @@ IMG ?= baseten-operator:dev
 KUBECTL ?= kubectl
 DIST ?= dist
 
-.PHONY: help venv sandbox tour run test test-unit test-integration test-e2e test-e2e-kind lint real-kube kstatus \
+.PHONY: help venv sandbox tour run test test-unit test-integration test-e2e test-e2e-kind lint real-kube kstatus prometheus \
         manifests helm-package install uninstall deploy undeploy docker-build bench lock sbom soak soak-short clean
 
 help: ## List the targets
@@ -66,13 +66,18 @@ real-kube: $(STAMP) ## Build kube-apiserver and etcd (hack/kube-apiserver, hack/
 kstatus: $(STAMP)
 	$(TEST_PYTHON) -m testsupport.kstatus
 
-test: lint real-kube kstatus ## Lint, type-check and run the whole test suite (real API server and emulator)
+# Debian's prometheus package, for the tests that scrape the Baseten simulator with a real
+# Prometheus (test/testsupport/prometheus.py); apt-get, once, when it is not on PATH.
+prometheus: ## Install Prometheus for the tests (hack/install-prometheus.sh), once
+	hack/install-prometheus.sh
+
+test: lint real-kube kstatus prometheus ## Lint, type-check and run the whole test suite (real API server and emulator)
 	$(BIN)/pytest -q $(PYTEST_ARGS)
 
 test-unit: $(STAMP) kstatus ## Unit tests only
 	$(BIN)/pytest -q test/unit $(PYTEST_ARGS)
 
-test-integration: $(STAMP) real-kube ## The operator loop on the two simulators
+test-integration: $(STAMP) real-kube prometheus ## The operator loop on the two simulators
 	$(BIN)/pytest -q test/integration $(PYTEST_ARGS)
 
 test-e2e: $(STAMP) real-kube ## The operator as a process, driven with kubectl, on the emulator

@@ -27,7 +27,7 @@ import json
 import logging
 import random
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from typing import Any, TypeVar
@@ -71,6 +71,8 @@ _AUTH_HEADER_VALUE = re.compile(
 )
 
 T = TypeVar("T", bound=BaseModel)
+# A query as pairs when a parameter repeats (`metrics=a&metrics=b`).
+Query = Mapping[str, str] | Sequence[tuple[str, str]]
 
 
 @dataclass(frozen=True)
@@ -244,7 +246,7 @@ class Transport:
         path: Mapping[str, str],
         model: type[T],
         *,
-        query: Mapping[str, str] | None = None,
+        query: Query | None = None,
         body: Mapping[str, Any] | None = None,
         conceal: SecretStr | None = None,
     ) -> T:
@@ -269,7 +271,7 @@ class Transport:
         self,
         endpoint: Endpoint,
         path: Mapping[str, str],
-        query: Mapping[str, str] | None,
+        query: Query | None,
         body: Mapping[str, Any] | None,
         conceal: SecretStr | None = None,
     ) -> requests.Response:
