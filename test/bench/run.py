@@ -317,6 +317,19 @@ class Bench:
         )
         self._lost = self.seen.lost_ready(t0, t_last + settle, self.measured)
 
+    def restart(self) -> None:
+        """A new operator process, then its first passes: one read of Baseten per CR, all
+        at once, the burst a restart (or a failover) makes. The steady window starts once
+        they are done."""
+        t0 = time.time()
+        self.stack.restart_operator(self.args.operator_arg or [])
+        n = len(self.names)
+        if not self.seen.wait_for(
+            lambda: self.baseten_calls(t0, time.time()) >= n, self.args.ready_timeout, self.stack
+        ):
+            raise StackError("the restarted operator never passed every CR")
+        self.figures["restart to every CR passed"] = time.time() - t0
+
     def steady(self) -> None:
         cpu0, t0 = self.cpu(), time.time()
         end = t0 + self.args.steady_periods * self.period
@@ -401,7 +414,7 @@ class Bench:
             self.warmup()
             self.converge()
             if self.args.restart:
-                self.stack.restart_operator(self.args.operator_arg or [])
+                self.restart()
             self.steady()
             self.spec_changes()
             finished = True
@@ -447,6 +460,7 @@ ROWS = [
     ("emulator CPU to Ready", "s"),
     ("steady Baseten calls/CR/period", ""),
     # Not a side-by-side row: how evenly the steady re-checks spread (10% is even).
+    ("restart to every CR passed", "s"),
     ("steady reads in busiest tenth of period", "%"),
     ("steady K8s writes/CR/period", ""),
     ("steady operator CPU/period", "s"),
