@@ -15,6 +15,7 @@ from typing import Any
 
 import structlog
 
+from baseten_operator.api.base import to_wire
 from baseten_operator.api.constants import (
     BUILD_STOPPED,
     CONFLICT,
@@ -27,7 +28,7 @@ from baseten_operator.api.constants import (
     EventReason,
     Mode,
 )
-from baseten_operator.api.types import BasetenModelSpec, to_wire
+from baseten_operator.api.types import BasetenModelSpec
 from baseten_operator.baseten.errors import BasetenAPIError
 from baseten_operator.baseten.pool import BasetenClientPool, MakeClient
 from baseten_operator.baseten.settings import detect_drift
