@@ -179,6 +179,12 @@ class RollBackPromotion(PromotionSignal):
 
 
 @dataclass(frozen=True)
+class RollForwardPromotion(PromotionSignal):
+    type: ClassVar[str] = "roll-forward-promotion"
+    verb: ClassVar[str] = "roll forward"
+
+
+@dataclass(frozen=True)
 class Retry(Action):
     type: ClassVar[str] = "retry"
     deployment: str

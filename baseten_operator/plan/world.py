@@ -16,6 +16,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, TypeVar
 
 import requests
@@ -27,9 +28,11 @@ from baseten_operator.baseten.deployment_metrics import DeploymentMetrics
 from baseten_operator.baseten.errors import AmbiguousName, BasetenAPIError, RateLimited
 from baseten_operator.baseten.models import (
     CANCELED,
+    AuditLogPage,
     CancelPromotionAck,
     DeploymentV1,
     EnvironmentV1,
+    LogV1,
     ModelV1,
     RetryResult,
     SecretV1,
@@ -54,6 +57,7 @@ from baseten_operator.plan.actions import (
     ResumePromotion,
     Retry,
     RollBackPromotion,
+    RollForwardPromotion,
     ScaleInOrphan,
     ScheduleChange,
     SettingChange,
@@ -404,6 +408,9 @@ class RecordingBaseten:
     def force_cancel_promotion(self, model_id: str, env_name: str) -> SignalPromotionAck:
         return self._signal(RollBackPromotion, model_id, env_name)
 
+    def force_roll_forward_promotion(self, model_id: str, env_name: str) -> SignalPromotionAck:
+        return self._signal(RollForwardPromotion, model_id, env_name)
+
     def _signal(
         self, action: type[PromotionSignal], model_id: str, env_name: str
     ) -> SignalPromotionAck:
@@ -436,6 +443,52 @@ class RecordingBaseten:
                 start_ms=start_ms,
                 end_ms=end_ms,
                 metrics=metrics,
+            )
+
+        return self._read(read)
+
+    def list_audit_logs(
+        self,
+        model_id: str,
+        *,
+        event_type_groups: Sequence[str] = (),
+        start: datetime | None = None,
+        end: datetime | None = None,
+        limit: int = 20,
+        cursor: str | None = None,
+    ) -> AuditLogPage:
+        def read() -> AuditLogPage:
+            return self._client.list_audit_logs(
+                model_id,
+                event_type_groups=event_type_groups,
+                start=start,
+                end=end,
+                limit=limit,
+                cursor=cursor,
+            )
+
+        return self._read(read)
+
+    def get_deployment_logs(
+        self,
+        model_id: str,
+        deployment_id: str,
+        *,
+        min_level: str | None = None,
+        limit: int = 500,
+        start_ms: int | None = None,
+        end_ms: int | None = None,
+        direction: str | None = None,
+    ) -> list[LogV1]:
+        def read() -> list[LogV1]:
+            return self._client.get_deployment_logs(
+                model_id,
+                deployment_id,
+                min_level=min_level,
+                limit=limit,
+                start_ms=start_ms,
+                end_ms=end_ms,
+                direction=direction,
             )
 
         return self._read(read)
