@@ -443,17 +443,24 @@ def observe_analysis(
 
 
 def conclude(p: Pass, current: DeploymentV1) -> None:
-    """Step 10: the candidate became current: an analysis of it still running passed."""
+    """Step 10: the candidate became current while its analysis ran: Passed when its last
+    check passed (AnalysisPassed); otherwise it stays as it was (Inconclusive, no check
+    yet): a promotion Baseten completed without evidence is not called a pass."""
     promotion = p.status.promotion
     state = promotion.analysis if promotion is not None else None
     if state is None or state.candidate_deployment_id != current.id:
         return
-    if state.phase in (AnalysisPhase.RUNNING, AnalysisPhase.INCONCLUSIVE, AnalysisPhase.HELD):
+    if state.phase not in (AnalysisPhase.RUNNING, AnalysisPhase.HELD):
+        return
+    results = state.results or []
+    if results and all(r.verdict == Verdict.PASS for r in results):
         p.record_analysis(state.model_copy(update={"phase": AnalysisPhase.PASSED}))
         p.event(
             EventReason.ANALYSIS_PASSED,
             messages.analysis_passed_event(current.name, p.env, state.checks),
         )
+    elif state.phase == AnalysisPhase.HELD:
+        p.record_analysis(state.model_copy(update={"phase": AnalysisPhase.RUNNING}))
 
 
 def rollback_stands(p: Pass) -> bool:

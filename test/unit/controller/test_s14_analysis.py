@@ -12,6 +12,7 @@ from baseten_operator.baseten.errors import BasetenAPIError
 from baseten_operator.controller.shared.endings import ReconcileError
 from baseten_operator.runtime.errors import Forbidden
 from baseten_operator.runtime.metrics import REGISTRY
+from testsupport.argocd import argo_health
 
 INTERVAL = 60.0
 ROLLED_BACK = "rolled back bad: errors 30% above 2% in 2 consecutive checks"
@@ -60,6 +61,17 @@ class World:
             update={"candidate_deployment": self.bad}
         )
         self.h.baseten.set_phase(status, percent)
+
+    def completes(self) -> None:
+        """Baseten completes the promotion: the candidate is current."""
+        env = self.h.baseten.environments[("m1", "production")]
+        self.h.baseten.environments[("m1", "production")] = env.model_copy(
+            update={
+                "current_deployment": self.bad,
+                "candidate_deployment": None,
+                "in_progress_promotion": None,
+            }
+        )
 
     def serves(self, requests: float, errors: float = 0.0, p99: float | None = 0.2) -> None:
         self.h.baseten.traffic["bad-id"] = (requests, errors, p99)
@@ -117,6 +129,7 @@ def test_a_bad_candidate_is_rolled_back_after_failure_limit_checks(h) -> None:
     assert len(h.baseten.called("promote")) == 1
     assert w.signals() == ["force_cancel_promotion"]
     assert h.word() == "ROLLED_BACK" and h.message() == ROLLED_BACK
+    assert argo_health(h.obj()) == ("Degraded", ROLLED_BACK)
 
 
 def test_a_new_source_is_promoted_normally_after_a_rollback(h) -> None:
@@ -238,6 +251,11 @@ def test_low_traffic_is_inconclusive_in_guard_never_a_pass(h) -> None:
     assert sample("baseten_analysis_checks_total", result="inconclusive") == before + 3
     w.ramping(100, "RAMPING_DOWN")
     h.run()  # Guard goes on: Baseten steps on
+    w.completes()
+    h.run()
+    assert h.word() == "ACTIVE"
+    assert w.analysis()["phase"] == "Inconclusive"  # completed without evidence: no pass
+    assert "AnalysisPassed" not in h.reasons()
 
 
 def test_an_inconclusive_check_neither_counts_nor_resets_failures(h) -> None:
@@ -261,11 +279,7 @@ def test_a_healthy_candidate_passes_and_becomes_current(h) -> None:
         "active: good (3 replicas) | promoting: bad (ACTIVE, 1 replicas, 25% traffic); "
         "analysis: check 1 passed"
     )
-    env = h.baseten.environments[("m1", "production")]
-    h.baseten.environments[("m1", "production")] = env.model_copy(
-        update={"current_deployment": w.bad, "candidate_deployment": None,
-                "in_progress_promotion": None}
-    )  # fmt: skip
+    w.completes()
     h.run()
     assert h.word() == "ACTIVE"
     assert w.analysis()["phase"] == "Passed"
