@@ -70,17 +70,22 @@ def supervise(
         return None
     run = _Run(p, model_id, candidate, environment, promoting)
     analysis = spec.analysis
+    gate = analysis is not None and analysis.mode == AnalysisMode.GATE
     if analysis is not None:
         run.start_analysis(analysis)
         if run.state.phase == AnalysisPhase.FAILED:
             run.act_on_failure(analysis)
+        if gate and not spec.hold:
+            # First, before a check (which can take a while): a step that just started is
+            # paused at its end, not one step later.
+            run.gate_pause()
         if run.check_due():
             run.check(analysis)
     if spec.hold:
         run.hold()
     if run.control_is(ControlAction.PAUSE, ControlReason.HOLD):
-        run.release_hold(gate=analysis is not None and analysis.mode == AnalysisMode.GATE)
-    if analysis is not None and analysis.mode == AnalysisMode.GATE:
+        run.release_hold(gate=gate)
+    if gate:
         return run.gate()
     return run.report_progress()
 
@@ -329,9 +334,8 @@ class _Run:
 
     # --- the gate ----------------------------------------------------------------------
 
-    def gate(self) -> float:
-        """Gate: pause each step as it starts; resume after a check in which every metric
-        passed; otherwise hold it and say why."""
+    def gate_pause(self) -> None:
+        """Gate: each step paused as it starts (Baseten pauses when it ends)."""
         control = self.control()
         if self.phase == RAMPING_UP and not (
             control is not None
@@ -339,7 +343,11 @@ class _Run:
             and control.percent == self.percent
         ):
             self.signal(ControlAction.PAUSE, ControlReason.GATE)
-        elif (
+
+    def gate(self) -> float:
+        """Gate: resume after a check in which every metric passed; otherwise hold the
+        promotion and say why."""
+        if (
             self.phase == PAUSED
             and self.control_is(ControlAction.PAUSE, ControlReason.GATE)
             and self._passed_here()
