@@ -174,6 +174,7 @@ class EventReason(StrEnum):
     ANALYSIS_PASSED = "AnalysisPassed"
     PROMOTION_HELD = "PromotionHeld"
     PROMOTION_RESUMED = "PromotionResumed"
+    DRIFT_CORRECTED = "DriftCorrected"
     # Warning
     MODEL_NOT_FOUND = "ModelNotFound"
     ENVIRONMENT_CREATE_FAILED = "EnvironmentCreateFailed"
@@ -195,6 +196,7 @@ class EventReason(StrEnum):
     POLICY_VIOLATION = "PolicyViolation"
     ANALYSIS_CHECK_FAILED = "AnalysisCheckFailed"
     PROMOTION_ROLLED_BACK = "PromotionRolledBack"
+    DEPLOYMENT_FAILED = "DeploymentFailed"
     # BasetenSecret
     SECRET_SYNCED = "SecretSynced"
     SECRET_DELETED = "SecretDeleted"
@@ -224,6 +226,7 @@ WARNING_REASONS = frozenset(
         EventReason.POLICY_VIOLATION,
         EventReason.ANALYSIS_CHECK_FAILED,
         EventReason.PROMOTION_ROLLED_BACK,
+        EventReason.DEPLOYMENT_FAILED,
         EventReason.SECRET_SYNC_FAILED,
         EventReason.SECRET_DELETE_BLOCKED,
     }

@@ -56,6 +56,7 @@ DAILY_REQUIRES_HOURS_MESSAGE = "startHour and endHour are required for DAILY sch
 HOURS_ONLY_DAILY_MESSAGE = "startHour and endHour are only valid for DAILY schedules"
 SCHEDULES_MAX = 10  # schedules per environment (the Go operator's bound)
 ERROR_MAX = 515  # status.trussPushLastError: 512 bytes of the error, then "..."
+EXCERPT_MAX = 1024  # status.lastFailure.excerpt: at most 1 KiB of log lines
 
 
 # --- environment -------------------------------------------------------------------------
@@ -538,6 +539,21 @@ class PromotionProgress(ApiModel):
     )
 
 
+class LastFailure(ApiModel):
+    """Why a deployment this resource depends on failed, from its error-level log lines
+    (docs/contract.md 4): read once per failure, secrets masked."""
+
+    deployment_id: str = Field(max_length=NAME_MAX, description="The failed deployment's ID.")
+    reason: str = Field(
+        max_length=SHORT_MAX, description="Its state: BUILD_FAILED, DEPLOY_FAILED or FAILED."
+    )
+    excerpt: str = Field(
+        max_length=EXCERPT_MAX,
+        description="Its last error-level log lines (at most 5, 1 KiB), or why none are shown.",
+    )
+    time: str = Field(max_length=TIME_MAX, description="When the failure was read.")
+
+
 class ConditionedStatus(ApiModel):
     """What every kind's status has: the generation it was computed from, and the Ready,
     Progressing, Reconciling and Stalled conditions (docs/contract.md section 2)."""
@@ -641,6 +657,9 @@ class BasetenModelStatus(ConditionedStatus):
     deployment_retry_count: int | None = Field(default=None, description="Retries so far.")
     next_retry_time: str | None = Field(
         max_length=TIME_MAX, default=None, description="Earliest next retry."
+    )
+    last_failure: LastFailure | None = Field(
+        default=None, description="The last deployment failure and its log excerpt."
     )
     promotion: PromotionProgress | None = Field(
         default=None, description="The environment's promotion in progress, while one ramps."

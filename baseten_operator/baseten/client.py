@@ -151,8 +151,9 @@ class BasetenClient:
                 "header cannot carry"
             )
         self._base_url = base_url.rstrip("/")
+        self._api_key = Secret(api_key.strip())
         self._transport = Transport(
-            Secret(api_key.strip()),
+            self._api_key,
             self._base_url,
             http=(connect or (lambda url: Connections(url, pool_size)))(self._base_url),
             clock=clock if clock is not None else RealClock(),
@@ -204,6 +205,11 @@ class BasetenClient:
 
     def __repr__(self) -> str:
         return f"BasetenClient(base_url={self._base_url!r})"
+
+    def is_own_key(self, prefix: str | None) -> bool:
+        """Whether an audit entry's `api_key_prefix` is this client's key (a key begins with
+        its prefix); the key itself never leaves the client."""
+        return bool(prefix) and self._api_key.value.startswith(prefix or "")
 
     def _acknowledged(
         self,

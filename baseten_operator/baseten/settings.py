@@ -155,7 +155,7 @@ def promotion_payload(spec_promotion: Mapping[str, Any]) -> dict[str, Any]:
     return payload
 
 
-def _zero_like(desired: Any) -> Any:
+def zero_like(desired: Any) -> Any:
     """What a value the API left out counts as: 0, false or "" (docs/contract.md 3.8)."""
     if isinstance(desired, bool):
         return False
@@ -185,7 +185,7 @@ def _changes(
             continue
         current = getattr(actual, f.api, None) if actual is not None else None
         if current is None:
-            current = _zero_like(desired)
+            current = zero_like(desired)
         if current != desired:
             changes.append(Change(f.name, current, desired))
     return changes

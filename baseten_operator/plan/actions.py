@@ -90,6 +90,8 @@ class UpdateEnvironment(Action):
     promotion_settings: dict[str, Any] | None
     schedules: list[ScheduleChange] = dataclasses.field(default_factory=list)
     autoscaling_schedule_settings: dict[str, Any] | None = None
+    # Who made the drift, as the pass's DriftCorrected Event names it (docs/contract.md 3.8).
+    attribution: str | None = None
 
     def describe(self) -> str:
         described = [str(c) for c in (*self.changes, *self.schedules)]
@@ -100,7 +102,8 @@ class UpdateEnvironment(Action):
                 **(self.autoscaling_schedule_settings or {}),
             }
         )
-        return f"update environment {self.environment}: {changes}"
+        named = f" ({self.attribution})" if self.attribution else ""
+        return f"update environment {self.environment}: {changes}{named}"
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ from baseten_operator.api.constants import (
     Mode,
 )
 from baseten_operator.api.types import BasetenModelSpec
+from baseten_operator.baseten.attribution import attribute_drift
 from baseten_operator.baseten.errors import BasetenAPIError
 from baseten_operator.baseten.pool import BasetenClientPool, MakeClient
 from baseten_operator.baseten.settings import detect_drift
@@ -299,7 +300,17 @@ class Planner:
             if environment is not None:
                 drift = detect_drift(to_wire(spec.environment), environment, self.clock.now())
                 changes, schedules = changes_of(drift)
-                return dataclasses.replace(action, changes=changes, schedules=schedules)
+                current = environment.current_deployment
+                attribution, _ = attribute_drift(
+                    self.baseten,
+                    model_id,
+                    action.environment,
+                    current.id if current is not None else None,
+                    drift,
+                )
+                return dataclasses.replace(
+                    action, changes=changes, schedules=schedules, attribution=str(attribution)
+                )
         if isinstance(action, DeleteModel) and spec is not None:
             guarded = spec.deletion_policy == DeletionPolicy.DELETE_WITH_GUARDRAILS
             return dataclasses.replace(

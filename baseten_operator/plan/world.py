@@ -137,6 +137,11 @@ class Recording:
     found: dict[str, bool] = field(default_factory=dict)
     # Reads that got no usable answer: what the pass decided on them is not a plan.
     failed_reads: list[str] = field(default_factory=list)
+    # The audit log pages the pass read (or why it could not), by model: the planner names
+    # a drift's maker from what the pass read, without asking Baseten again.
+    audit_reads: dict[str, AuditLogPage | BasetenAPIError] = field(default_factory=dict)
+    # Key prefixes a client of this pass recognised as its own (the namespace's key, say).
+    own_key_prefixes: set[str] = field(default_factory=set)
 
 
 def unplanned(recording: Recording, refused: WriteRefused | None = None) -> str | None:
@@ -194,6 +199,12 @@ class RecordingBaseten:
     @property
     def base_url(self) -> str:
         return self._client.base_url
+
+    def is_own_key(self, prefix: str | None) -> bool:
+        own = self.recording.own_key_prefixes
+        if prefix and prefix not in own and self._client.is_own_key(prefix):
+            own.add(prefix)
+        return prefix in own
 
     def _record(self, action: Action) -> None:
         self.recording.actions.append(action)
@@ -467,7 +478,20 @@ class RecordingBaseten:
                 cursor=cursor,
             )
 
-        return self._read(read)
+        known = self.recording.audit_reads.get(model_id)
+        if isinstance(known, BasetenAPIError):
+            raise known
+        if known is not None:
+            return known
+        try:
+            page = read()
+        except BasetenAPIError as error:
+            # Attribution never decides a pass: an unreadable audit log does not make the
+            # plan incomplete (no failed read), it leaves the drift's maker unknown.
+            self.recording.audit_reads[model_id] = error
+            raise
+        self.recording.audit_reads[model_id] = page
+        return page
 
     def get_deployment_logs(
         self,

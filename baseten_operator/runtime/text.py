@@ -24,6 +24,19 @@ def cut_tail(text: str, limit: int = MAX_TEXT) -> str:
     return ELLIPSIS + text[len(text) - limit + len(ELLIPSIS) :]
 
 
+def head_bytes(text: str, limit: int) -> str:
+    """The longest head of `text` that is at most `limit` bytes of UTF-8: a cut through a
+    multi-byte character drops that character, never writes half of it."""
+    return text.encode()[:limit].decode(errors="ignore")
+
+
+def cut_bytes(text: str, limit: int) -> str:
+    """`text` when it fits in `limit` bytes, else its head ending in `…` (at most `limit`)."""
+    if len(text.encode()) <= limit:
+        return text
+    return head_bytes(text, limit - len(ELLIPSIS.encode())) + ELLIPSIS
+
+
 _GO_ESCAPES = {
     "\a": "\\a",
     "\b": "\\b",

@@ -16,7 +16,12 @@ from baseten_operator.api.constants import (
     TRUSS_PUSH_FAILED,
     TRUSS_PUSHING,
 )
-from baseten_operator.api.types import BasetenModelSpec, BasetenModelStatus, PromotionProgress
+from baseten_operator.api.types import (
+    BasetenModelSpec,
+    BasetenModelStatus,
+    LastFailure,
+    PromotionProgress,
+)
 from baseten_operator.baseten.models import DeploymentV1, EnvironmentV1
 from baseten_operator.controller.basetenmodel.status import clear_retries
 from baseten_operator.controller.shared.passes import ObjectPass
@@ -32,6 +37,7 @@ from baseten_operator.controller.shared.ports import (
 )
 from baseten_operator.controller.shared.timing import Timing
 from baseten_operator.runtime.clock import Clock, format_rfc3339, rfc3339
+from baseten_operator.runtime.text import head_bytes
 
 if TYPE_CHECKING:
     from baseten_operator.controller.shared.tenancy import Tenancy
@@ -42,11 +48,9 @@ PUSH_ERROR_BYTES = 512
 
 
 def cut_push_error(error: str) -> str:
-    data = error.encode()
-    if len(data) <= PUSH_ERROR_BYTES:
+    if len(error.encode()) <= PUSH_ERROR_BYTES:
         return error
-    # A cut through a multi-byte character drops that character, never writes half of it.
-    return data[:PUSH_ERROR_BYTES].decode(errors="ignore") + "..."
+    return head_bytes(error, PUSH_ERROR_BYTES) + "..."
 
 
 @dataclass
@@ -182,6 +186,10 @@ class Pass(ObjectPass[Dependencies, BasetenModelSpec, BasetenModelStatus]):
     def record_first_failure(self, at: float) -> None:
         """Section 4: the failure episode starts (its retry deadline runs from `at`)."""
         self.status.first_deployment_failure_time = format_rfc3339(at)
+
+    def record_failure(self, failure: LastFailure) -> None:
+        """Section 4: why a deployment failed, as its logs said when the failure was read."""
+        self.status.last_failure = failure
 
     def record_retry(self, attempt: int, next_retry_at: float) -> None:
         """Section 4: retry `attempt` was made (or tried); the next is due at `next_retry_at`."""

@@ -5,8 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
+import structlog
+
 from baseten_operator.api.base import to_wire
 from baseten_operator.api.constants import FAILED, PENDING, EventReason
+from baseten_operator.baseten.attribution import Attribution, attribute_drift
 from baseten_operator.baseten.errors import BasetenAPIError
 from baseten_operator.baseten.models import AutoscalingSettingsV1, DeploymentV1, EnvironmentV1
 from baseten_operator.baseten.schedules import UnreadableSchedules, read_schedules
@@ -23,6 +26,8 @@ from baseten_operator.controller.basetenmodel.context import Pass
 from baseten_operator.controller.basetenmodel.model_id import raise_if_model_gone
 from baseten_operator.controller.basetenmodel.telemetry import count_drift_correction
 from baseten_operator.controller.shared.endings import ReconcileError, RequeueAfter
+
+log = structlog.get_logger(__name__)
 
 
 @dataclass(frozen=True)
@@ -173,12 +178,30 @@ def correct_drift(p: Pass, model_id: str, environment: EnvironmentV1, steady: st
             message = messages.update_settings_failed(steady, p.env, error)
         p.report(FAILED, message)
         raise ReconcileError(message) from error
+    # Named after the PATCH: reading the audit log never delays (nor decides) a correction.
+    attribution = attribute(p, model_id, environment, drift)
     for group, changes in drifted:
         p.event(group.updated, messages.updating_group_event(group.name, changes))
-        count_drift_correction(group.metric)
-    p.report(PENDING, messages.updating_settings(steady, drift.changes))
+        count_drift_correction(group.metric, attribution.metric_source)
+    p.event(
+        EventReason.DRIFT_CORRECTED,
+        messages.drift_corrected_event(p.env, drift.changes, attribution),
+    )
+    p.report(PENDING, messages.updating_settings(steady, drift.changes, attribution))
     # The PATCH applies asynchronously: the next pass re-reads the environment.
     raise RequeueAfter(p.deps.timing.settings_applied)
+
+
+def attribute(p: Pass, model_id: str, environment: EnvironmentV1, drift: Drift) -> Attribution:
+    """Who made `drift`, from the model's audit log (one read); unknown when the log says
+    nothing of it or cannot be read."""
+    current = environment.current_deployment
+    attribution, error = attribute_drift(
+        p.deps.baseten, model_id, p.env, current.id if current is not None else None, drift
+    )
+    if error is not None:
+        log.warning("audit log unreadable: drift left unattributed", key=p.key, error=str(error))
+    return attribution
 
 
 def _schedules_unreadable(p: Pass, error: UnreadableSchedules) -> NoReturn:

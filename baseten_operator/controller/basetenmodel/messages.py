@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from baseten_operator.api.constants import ACTIVE, SECRET_READER_CLUSTER_ROLE
+from baseten_operator.baseten.attribution import names_an_actor
 from baseten_operator.baseten.models import AutoscalingSettingsV1, DeploymentV1
 from baseten_operator.runtime.text import go_quote
 
@@ -145,8 +146,17 @@ def updating_group_event(group: str, changes: Sequence[object]) -> str:
     return f"updating {group}: {changes_summary(changes)}"
 
 
-def updating_settings(steady_message: str | None, changes: Sequence[object]) -> str:
-    return with_steady(steady_message, f"updating settings: {changes_summary(changes)}")
+def updating_settings(
+    steady_message: str | None, changes: Sequence[object], attribution: object
+) -> str:
+    return with_steady(
+        steady_message, f"updating settings: {changes_summary(changes)}; {attribution}"
+    )
+
+
+def drift_corrected_event(env: str, changes: Sequence[object], attribution: object) -> str:
+    listed = ", ".join(str(change) for change in changes)
+    return f"Put {env}'s settings back to the spec: {listed}; {attribution}"
 
 
 def update_group_failed_event(group: str, env: str, error: object) -> str:
@@ -465,8 +475,20 @@ def observe_environment_missing(env: str) -> str:
     return f'environment "{env}" does not exist; observe mode does not create'
 
 
-def observe_drift(steady_message: str, drift_texts: Sequence[str]) -> str:
-    return f"{steady_message} | drift: {', '.join(drift_texts)}; {AWAITING}"
+def observe_drift(steady_message: str, drift_texts: Sequence[str], attribution: str | None) -> str:
+    named = f"; {attribution}" if attribution is not None else ""
+    return f"{steady_message} | drift: {', '.join(drift_texts)}{named}; {AWAITING}"
+
+
+def observed_attribution(message: str | None, drift_texts: Sequence[str]) -> str | None:
+    """The attribution `message` (an observe_drift text) gives the same drift, when it names
+    an actor."""
+    slot = chr(0)
+    head, tail = observe_drift("", drift_texts, slot).split(slot)
+    if message is None or head not in message or not message.endswith(tail):
+        return None
+    named = message.split(head, 1)[1].removesuffix(tail)
+    return named if names_an_actor(named) else None
 
 
 def observe_failing(steady_message: str) -> str:
@@ -681,3 +703,17 @@ def analysis_passed_event(candidate: str, env: str, checks: int) -> str:
 
 def would_act(message: str, action: str, candidate: str, reason: str) -> str:
     return f"{message}; would {action} {candidate}: {reason}"
+
+
+# --- why a deployment failed (section 4) ---------------------------------------------------
+
+NO_ERROR_LINES = "no error-level lines in the deployment's logs"
+
+
+def failure_logs_unreadable(error: object) -> str:
+    return f"the deployment's logs could not be read: {error}"
+
+
+def deployment_failed_event(name: str, reason: str, excerpt: str) -> str:
+    # An Event's message is one line in `kubectl get events`: the excerpt's lines joined.
+    return f"Deployment {name} is {reason}: {' | '.join(excerpt.splitlines())}"

@@ -4,19 +4,26 @@ from __future__ import annotations
 
 from typing import NoReturn
 
-from baseten_operator.api.constants import FAILED, PENDING, TERMINAL_FAILURES
+from baseten_operator.api.constants import (
+    FAILED,
+    PENDING,
+    RETRYABLE_FAILURES,
+    TERMINAL_FAILURES,
+)
 from baseten_operator.baseten.errors import BasetenAPIError
-from baseten_operator.baseten.models import EnvironmentV1
-from baseten_operator.baseten.settings import detect_drift
+from baseten_operator.baseten.models import DeploymentV1, EnvironmentV1
+from baseten_operator.baseten.settings import Drift, detect_drift
 from baseten_operator.controller.basetenmodel import messages
 from baseten_operator.controller.basetenmodel.analysis import observe_analysis
 from baseten_operator.controller.basetenmodel.cancellation import unwanted_candidate
 from baseten_operator.controller.basetenmodel.context import Pass
 from baseten_operator.controller.basetenmodel.environment import (
+    attribute,
     promotion_traffic,
     spec_environment,
     steady_of,
 )
+from baseten_operator.controller.basetenmodel.failures import explain_failure
 from baseten_operator.controller.basetenmodel.model_id import invalidate_model_id, lookup_model_id
 from baseten_operator.controller.basetenmodel.source import matches_source
 from baseten_operator.controller.basetenmodel.truss_source import (
@@ -36,20 +43,26 @@ def observe(p: Pass) -> NoReturn:
     candidate = environment.candidate_deployment
     if current is not None and matches_source(current.name, source):
         message = steady_of(p, current, environment)
-        drift = _drift_texts(p, environment)
+        said = p.status.message
+        drift = detect_drift(spec_environment(p), environment, p.deps.clock.now())
+        texts = _drift_texts(drift)
         unwanted = unwanted_candidate(p, environment, source)
         if unwanted is not None:
             # Kept on record: back in Reconcile the promotion is still known as this CR's.
-            drift.append(messages.would_cancel(unwanted.name))
+            texts.append(messages.would_cancel(unwanted.name))
         else:
             p.clear_candidate()
-        if drift:
-            message = messages.observe_drift(message, drift)
+        if texts:
+            message = messages.observe_drift(
+                message, texts, _attribution(p, model_id, environment, drift, texts, said)
+            )
         elif current.status in TERMINAL_FAILURES:
             message = messages.observe_failing(message)
+        _explain_if_failed(p, model_id, current)
         p.report(current.status, message)
     elif candidate is not None and matches_source(candidate.name, source):
         p.track_candidate(candidate)
+        _explain_if_failed(p, model_id, candidate)
         promoting = messages.promoting_candidate(
             messages.active_prefix(current), candidate, promotion_traffic(environment)
         )
@@ -73,14 +86,38 @@ def _fail(p: Pass, message: str) -> NoReturn:
     _done(p)
 
 
-def _drift_texts(p: Pass, environment: EnvironmentV1) -> list[str]:
+def _explain_if_failed(p: Pass, model_id: str, deployment: DeploymentV1) -> None:
+    """Section 4's explanation of a failure, which only reads: Observe says why too."""
+    if deployment.status in RETRYABLE_FAILURES:
+        explain_failure(p, model_id, deployment)
+
+
+def _drift_texts(drift: Drift) -> list[str]:
     """What Reconcile would correct, what the spec wants first (docs/contract.md section 6,
     unlike Reconcile), and a schedule collection of the spec's that did not decode."""
-    drift = detect_drift(spec_environment(p), environment, p.deps.clock.now())
     texts = [change.desired_first() for change in drift.changes]
     if drift.unreadable_schedules is not None:
         texts.append(messages.SCHEDULES_UNREADABLE)
     return texts
+
+
+def _attribution(
+    p: Pass,
+    model_id: str,
+    environment: EnvironmentV1,
+    drift: Drift,
+    texts: list[str],
+    said: str | None,
+) -> str | None:
+    """Who made the settings drift (None when only a promotion would be cancelled). The
+    same drift already attributed by the last message is not read again: the audit log is
+    asked once per drift, not once per Observe period (an unknown actor is asked again)."""
+    if not drift:
+        return None
+    known = messages.observed_attribution(said, texts)
+    if known is not None:
+        return known
+    return str(attribute(p, model_id, environment, drift))
 
 
 def _model_id(p: Pass) -> str:

@@ -17,6 +17,7 @@ from baseten_operator.baseten.errors import BasetenAPIError
 from baseten_operator.baseten.models import DeploymentV1
 from baseten_operator.controller.basetenmodel import messages
 from baseten_operator.controller.basetenmodel.context import Pass
+from baseten_operator.controller.basetenmodel.failures import explain_failure
 from baseten_operator.controller.basetenmodel.telemetry import count_retry
 from baseten_operator.controller.shared.endings import RequeueAfter
 from baseten_operator.controller.shared.timing import go_duration
@@ -44,10 +45,15 @@ def retry_failed_deployment(
     now = deps.clock.now()
     status = p.status
     first = parse_rfc3339(status.first_deployment_failure_time)
+    started = first is None
     if first is None:
         first = now
         p.record_first_failure(now)
-        # On record before anything else: a crash now must not restart the 2h window.
+    # Before any retry: the logs are the failure's, not a retried build's.
+    explained = explain_failure(p, model_id, deployment)
+    if started or explained:
+        # On record before anything else: a crash now must neither restart the 2h window
+        # nor say the failure twice.
         p.persist_intent()
 
     if now - first >= timing.retry_deadline:

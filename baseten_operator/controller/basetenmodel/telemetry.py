@@ -21,8 +21,9 @@ DEPLOYMENT_RETRIES = Counter(
 DRIFT_CORRECTIONS = Counter(
     "baseten_drift_corrections_total",
     "Out-of-band changes on Baseten put back to the spec, by settings group "
-    "(autoscaling, promotion, schedules).",
-    ["group"],
+    "(autoscaling, promotion, schedules) and by the audit log's source of the change (UI, "
+    "API, MCP, SYSTEM, OTHER; operator: this operator's key, a previous spec; unknown).",
+    ["group", "source"],
     registry=REGISTRY,
 )
 PROMOTIONS_CANCELLED = Counter(
@@ -86,9 +87,9 @@ def count_retry(result: str) -> None:
     DEPLOYMENT_RETRIES.labels(result=result).inc()
 
 
-def count_drift_correction(group: str) -> None:
-    """`group`: autoscaling, promotion or schedules."""
-    DRIFT_CORRECTIONS.labels(group=group).inc()
+def count_drift_correction(group: str, source: str) -> None:
+    """`group`: autoscaling, promotion or schedules; `source`: Attribution.metric_source."""
+    DRIFT_CORRECTIONS.labels(group=group, source=source).inc()
 
 
 def count_cancellation(result: str) -> None:

@@ -22,9 +22,11 @@ from pydantic import SecretStr
 
 from baseten_operator.baseten.deployment_metrics import DeploymentMetrics
 from baseten_operator.baseten.models import (
+    AuditLogPage,
     CancelPromotionAck,
     DeploymentV1,
     EnvironmentV1,
+    LogV1,
     ModelV1,
     RetryResult,
     SecretV1,
@@ -146,6 +148,31 @@ class BasetenAPI(Protocol):
         end_ms: int | None = None,
         metrics: Sequence[str] = (),
     ) -> DeploymentMetrics: ...
+
+    # --- who changed a setting, why a deployment failed (docs/contract.md 3.8 and 4) -----
+
+    def list_audit_logs(
+        self,
+        model_id: str,
+        /,
+        *,
+        event_type_groups: Sequence[str] = (),
+        limit: int = 20,
+    ) -> AuditLogPage: ...
+
+    def get_deployment_logs(
+        self,
+        model_id: str,
+        deployment_id: str,
+        /,
+        *,
+        min_level: str | None = None,
+        limit: int = 500,
+        start_ms: int | None = None,
+        direction: str | None = None,
+    ) -> list[LogV1]: ...
+
+    def is_own_key(self, prefix: str | None, /) -> bool: ...
 
     # --- secrets (the workspace's, or a team view's team's) ----------------------------
 

@@ -254,14 +254,15 @@ def test_event_types_follow_section_10() -> None:
         "TrussPushCompleted", "ReconciliationPaused", "OrphanDeploymentsScaledIn",
         "OrphanDeploymentsDeleted", "DeploymentRetried", "ModelDeleted",
         "PromotionCancelled", "SecretSynced", "SecretDeleted",
-        "AnalysisPassed", "PromotionHeld", "PromotionResumed",
+        "AnalysisPassed", "PromotionHeld", "PromotionResumed", "DriftCorrected",
     }  # fmt: skip
     assert {r.value for r in EventReason if event_type(r) == "Normal"} == normal
     # 14 of section 10, issue 12's tenancy warnings, issue 15's schedule failures and issue
-    # 31's failed cancellations, issue 29's BasetenSecret failures, issue 37's analysis.
+    # 31's failed cancellations, issue 29's BasetenSecret failures, issue 37's analysis,
+    # issue 38's failure explained.
     warnings = {r.value for r in EventReason if event_type(r) == "Warning"}
-    assert len(warnings) == 22
-    assert {"SecretSyncFailed", "SecretDeleteBlocked"} <= warnings
+    assert len(warnings) == 23
+    assert {"SecretSyncFailed", "SecretDeleteBlocked", "DeploymentFailed"} <= warnings
     assert {"AnalysisCheckFailed", "PromotionRolledBack"} <= warnings
     assert {
         "EnvironmentConflict",

@@ -189,6 +189,7 @@ def test_status_shape(openapi_schema: dict[str, Any]) -> None:
         "firstDeploymentFailureTime",
         "deploymentRetryCount",
         "nextRetryTime",
+        "lastFailure",
         "observedGeneration",
         "conditions",
     }

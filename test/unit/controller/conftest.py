@@ -29,12 +29,15 @@ from baseten_operator.baseten.deployment_metrics import (
 )
 from baseten_operator.baseten.errors import AmbiguousModelName, BasetenAPIError
 from baseten_operator.baseten.models import (
+    AuditLogEntryV1,
+    AuditLogPage,
     AutoscalingSettingsV1,
     CancelPromotionAck,
     DeploymentV1,
     EnvironmentV1,
     InProgressPromotionV1,
     InstanceTypeV1,
+    LogV1,
     ModelV1,
     PromotionSettingsV1,
     RetryResult,
@@ -54,7 +57,7 @@ from baseten_operator.controller.basetensecret.telemetry import LastSyncAges
 from baseten_operator.controller.shared.ports import PrometheusAPI, SecretSource
 from baseten_operator.controller.shared.tenancy import Tenancy
 from baseten_operator.controller.shared.timing import Timing
-from baseten_operator.runtime.clock import FakeClock
+from baseten_operator.runtime.clock import FakeClock, format_rfc3339
 from baseten_operator.runtime.controller import Request, Result
 from baseten_operator.runtime.errors import Conflict, Forbidden, NotFound
 from baseten_operator.runtime.recorder import FakeRecorder
@@ -87,8 +90,12 @@ class FakeBaseten:
             "list_secrets",
             "list_team_secrets",
             "get_deployment_metrics",
+            "list_audit_logs",
+            "get_deployment_logs",
         }
     )
+    # The prefix of the key this client holds (an audit entry with it is this operator's).
+    OWN_KEY_PREFIX = "opkey"
 
     def __init__(self) -> None:
         self.models: dict[str, ModelV1] = {}
@@ -109,6 +116,9 @@ class FakeBaseten:
         self.secrets: dict[tuple[str | None, str], tuple[SecretV1, str]] = {}
         # A deployment's traffic as its metrics report it: (requests, 5xx, p99 seconds).
         self.traffic: dict[str, tuple[float, float, float | None]] = {}
+        # The model's audit log, oldest first; a deployment's log lines, oldest first.
+        self.audit: list[AuditLogEntryV1] = []
+        self.logs: dict[str, list[LogV1]] = {}
         self._ids = itertools.count(1)
 
     # --- test setup ----------------------------------------------------------------------
@@ -192,6 +202,35 @@ class FakeBaseten:
 
     def _secrets_of(self, team_id: str | None) -> list[SecretV1]:
         return [secret for (team, _), (secret, _) in self.secrets.items() if team == team_id]
+
+    def add_audit(
+        self,
+        event_type: str,
+        at: float,
+        source: str = "UI",
+        email: str | None = None,
+        key_prefix: str | None = None,
+        **data: Any,
+    ) -> None:
+        """An entry of the model's audit log: `data` is its event_data."""
+        actor = {"type": "USER" if email else "API_KEY", "email": email}
+        actor["api_key_prefix"] = key_prefix
+        self.audit.append(
+            AuditLogEntryV1.model_validate(
+                {
+                    "id": f"audit-{len(self.audit)}",
+                    "created": format_rfc3339(at),
+                    "event_type": event_type,
+                    "event_data": {"event_type": event_type, **data},
+                    "source": source,
+                    "actor": actor,
+                }
+            )
+        )
+
+    def add_log(self, deployment_id: str, message: str, level: str | None = "ERROR") -> None:
+        lines = self.logs.setdefault(deployment_id, [])
+        lines.append(LogV1(timestamp=str(len(lines)), message=message, level=level))
 
     @property
     def writes(self) -> list[tuple[str, tuple[Any, ...]]]:
@@ -391,6 +430,35 @@ class FakeBaseten:
         update = {"candidate_deployment": None, "in_progress_promotion": None}
         self.environments[(model_id, env_name)] = env.model_copy(update=update)
         return SignalPromotionAck(success=True)
+
+    def list_audit_logs(
+        self, model_id: str, *, event_type_groups: Sequence[str] = (), limit: int = 20
+    ) -> AuditLogPage:
+        """Newest first; the groups are not filtered (the reader must not rely on them)."""
+        self._enter("list_audit_logs", model_id, tuple(event_type_groups), limit)
+        return AuditLogPage(items=self.audit[::-1][:limit])
+
+    def get_deployment_logs(
+        self,
+        model_id: str,
+        deployment_id: str,
+        *,
+        min_level: str | None = None,
+        limit: int = 500,
+        start_ms: int | None = None,
+        direction: str | None = None,
+    ) -> list[LogV1]:
+        """Lines at `min_level` (ERROR or none), newest first when `direction` is desc."""
+        self._enter("get_deployment_logs", model_id, deployment_id, min_level, limit, direction)
+        lines = [
+            line
+            for line in self.logs.get(deployment_id, [])
+            if min_level is None or line.level == min_level
+        ]
+        return (lines[::-1] if direction == "desc" else lines)[:limit]
+
+    def is_own_key(self, prefix: str | None) -> bool:
+        return prefix == self.OWN_KEY_PREFIX
 
     def set_phase(
         self, status: str, percent: int, model_id: str = "m1", env_name: str = "production"

@@ -9,6 +9,8 @@ from baseten_operator.baseten.models import PromotionSettingsV1, RollingDeployCo
 
 AUTOSCALING = {"minReplicas": 2, "maxReplicas": 20}
 STEADY = "active: src (3 replicas, min:1 max:5) in production environment"
+# The fake's audit log is empty: no drift here has a known maker.
+UNKNOWN_ACTOR = "changed by an unknown actor"
 
 
 def spec(**environment) -> dict:
@@ -82,7 +84,7 @@ def test_single_autoscaling_drift(h) -> None:
     ]
     assert h.event("AutoscalingUpdated") == ("Normal", "updating autoscaling: minReplicas 1→2")
     assert h.word() == "PENDING"
-    assert h.message() == f"{STEADY} | updating settings: minReplicas 1→2"
+    assert h.message() == f"{STEADY} | updating settings: minReplicas 1→2; {UNKNOWN_ACTOR}"
 
 
 def test_both_groups_drift_in_one_patch(h) -> None:
@@ -108,7 +110,7 @@ def test_both_groups_drift_in_one_patch(h) -> None:
         "Normal",
         "updating promotion settings: rollingDeploy false→true",
     )
-    assert h.message() == f"{STEADY} | updating settings: 3 changes"
+    assert h.message() == f"{STEADY} | updating settings: 3 changes; {UNKNOWN_ACTOR}"
 
 
 def test_drift_without_current_deployment_has_no_steady_prefix(h) -> None:
@@ -116,7 +118,7 @@ def test_drift_without_current_deployment_has_no_steady_prefix(h) -> None:
     h.baseten.add_environment(autoscaling={"min_replica": 0})
     h.create(spec(autoscaling={"minReplicas": 1}))
     h.run()
-    assert h.message() == "updating settings: minReplicas 0→1"
+    assert h.message() == f"updating settings: minReplicas 0→1; {UNKNOWN_ACTOR}"
 
 
 def test_promote_time_flags_are_never_drift(h) -> None:
@@ -152,7 +154,7 @@ def test_drift_update_failure(h) -> None:
 def test_drift_counts_in_metrics(h) -> None:
     from baseten_operator.controller.basetenmodel import telemetry
 
-    counter = telemetry.DRIFT_CORRECTIONS.labels(group="autoscaling")
+    counter = telemetry.DRIFT_CORRECTIONS.labels(group="autoscaling", source="unknown")
     before = counter._value.get()
     h.steady_world(autoscaling={"min_replica": 1, "max_replica": 5})
     h.create(spec(autoscaling={"minReplicas": 2}))
@@ -191,7 +193,10 @@ def test_new_autoscaling_settings_drift_in_the_autoscaling_patch(h) -> None:
         "Normal",
         "updating autoscaling: targetInFlightTokens 30000→40000",
     )
-    assert h.message() == f"{STEADY} | updating settings: targetInFlightTokens 30000→40000"
+    assert (
+        h.message()
+        == f"{STEADY} | updating settings: targetInFlightTokens 30000→40000; {UNKNOWN_ACTOR}"
+    )
 
 
 def test_a_scale_down_rate_baseten_does_not_report_is_drift(h) -> None:

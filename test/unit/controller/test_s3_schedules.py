@@ -87,7 +87,7 @@ def patches(h) -> list[tuple[Any, ...]]:
 
 
 def test_a_missing_schedule_is_created_in_one_patch(h) -> None:
-    counter = telemetry.DRIFT_CORRECTIONS.labels(group="schedules")
+    counter = telemetry.DRIFT_CORRECTIONS.labels(group="schedules", source="unknown")
     before = counter._value.get()
     h.steady_world(schedules=collection())
     h.create(spec(autoscalingSchedule={"schedules": [OVERNIGHT]}))
@@ -99,9 +99,12 @@ def test_a_missing_schedule_is_created_in_one_patch(h) -> None:
         "Normal",
         "updating autoscaling schedules: schedule overnight added",
     )
-    assert h.reasons() == ["AutoscalingScheduleUpdated"]
+    assert h.reasons() == ["AutoscalingScheduleUpdated", "DriftCorrected"]
     assert h.word() == "PENDING"
-    assert h.message() == f"{STEADY} | updating settings: schedule overnight added"
+    assert (
+        h.message()
+        == f"{STEADY} | updating settings: schedule overnight added; changed by an unknown actor"
+    )
     assert result.requeue_after == h.timing.settings_applied
     assert counter._value.get() == before + 1
 
@@ -120,7 +123,7 @@ def test_a_replace_and_a_delete_go_in_the_same_patch(h) -> None:
         "Normal",
         "updating autoscaling schedules: 2 changes",
     )
-    assert h.message() == f"{STEADY} | updating settings: 2 changes"
+    assert h.message() == f"{STEADY} | updating settings: 2 changes; changed by an unknown actor"
 
 
 def test_every_drifted_group_goes_in_one_patch_and_the_changes_are_counted_over_all(h) -> None:
@@ -146,11 +149,12 @@ def test_every_drifted_group_goes_in_one_patch_and_the_changes_are_counted_over_
         "AutoscalingUpdated",
         "PromotionSettingsUpdated",
         "AutoscalingScheduleUpdated",
+        "DriftCorrected",
     ]
     assert h.event("AutoscalingScheduleUpdated")[1] == (
         "updating autoscaling schedules: scheduleTimezone UTC→Europe/Berlin"
     )
-    assert h.message() == f"{STEADY} | updating settings: 3 changes"
+    assert h.message() == f"{STEADY} | updating settings: 3 changes; changed by an unknown actor"
 
 
 def test_schedules_in_sync_are_not_patched(h) -> None:
@@ -196,8 +200,10 @@ def test_an_unmanaged_collection_that_does_not_decode_is_ignored(h) -> None:
     h.create(spec(autoscaling={"minReplicas": 4}))
     h.run()
     assert patches(h) == [("m1", "production", {"min_replica": 4}, None, None)]
-    assert h.reasons() == ["AutoscalingUpdated"]
-    assert h.message() == f"{STEADY} | updating settings: minReplicas 1→4"
+    assert h.reasons() == ["AutoscalingUpdated", "DriftCorrected"]
+    assert (
+        h.message() == f"{STEADY} | updating settings: minReplicas 1→4; changed by an unknown actor"
+    )
 
 
 def test_a_managed_collection_that_does_not_decode_fails_and_writes_nothing(h) -> None:
@@ -278,7 +284,7 @@ def test_a_new_environment_gets_its_schedules_on_the_next_pass(h) -> None:
     assert h.baseten.called("create_environment") == [("m1", "production", None, None)]
     h.run()
     assert patches(h) == [("m1", "production", None, None, {"schedules": [OVERNIGHT_UPSERT]})]
-    assert h.message() == "updating settings: schedule overnight added"
+    assert h.message() == "updating settings: schedule overnight added; changed by an unknown actor"
 
 
 def test_the_steady_message_names_any_window_baseten_applies(h) -> None:

@@ -39,7 +39,7 @@ def test_drift_reported_desired_first(o) -> None:
     o.run()
     assert o.message() == (
         "active: src (3 replicas, min:5 max:5) in production environment | drift: minReplicas "
-        "2→5, maxReplicas 6→5; awaiting reconciliation"
+        "2→5, maxReplicas 6→5; changed by an unknown actor; awaiting reconciliation"
     )
 
 
@@ -76,8 +76,8 @@ def test_schedule_drift_joins_the_drift_report(o) -> None:
     assert o.word() == "ACTIVE"
     assert o.message() == (
         "active: src (3 replicas, min:5 max:5) in production environment | drift: minReplicas "
-        "2→5, scheduleTimezone Europe/Berlin→UTC, schedule overnight added; awaiting "
-        "reconciliation"
+        "2→5, scheduleTimezone Europe/Berlin→UTC, schedule overnight added; changed by an "
+        "unknown actor; awaiting reconciliation"
     )
 
 
@@ -119,7 +119,8 @@ def test_a_managed_collection_that_does_not_decode_is_reported_unreadable(o) -> 
     # Whether a window holds the baseline is unknown: its drift is not claimed either.
     assert o.message() == (
         "active: src (3 replicas, min:5 max:5) in production environment | drift: "
-        "rollingDeploy true→false, autoscaling schedules unreadable; awaiting reconciliation"
+        "rollingDeploy true→false, autoscaling schedules unreadable; changed by an unknown "
+        "actor; awaiting reconciliation"
     )
     assert o.events == []
 
@@ -244,5 +245,5 @@ def test_drift_of_the_newer_settings_is_reported_by_their_names(o) -> None:
     o.run()
     assert o.message() == (
         f"{STEADY} | drift: targetInFlightTokens 40000→0, maxScaleDownRate 20→50, "
-        "replicaOverheadPercent 10→; awaiting reconciliation"
+        "replicaOverheadPercent 10→; changed by an unknown actor; awaiting reconciliation"
     )

@@ -10,7 +10,14 @@ import pytest
 
 from baseten_operator.api.constants import FINALIZER
 from baseten_operator.baseten.errors import BasetenAPIError
-from baseten_operator.baseten.models import DeploymentV1, EnvironmentV1, ModelV1, SecretV1
+from baseten_operator.baseten.models import (
+    AuditLogPage,
+    DeploymentV1,
+    EnvironmentV1,
+    LogV1,
+    ModelV1,
+    SecretV1,
+)
 from baseten_operator.controller.basetenmodel.orphans import OrphanVerdict
 from baseten_operator.plan.actions import (
     Activate,
@@ -59,6 +66,29 @@ class Baseten:
 
     def get_deployment(self, model_id: str, deployment_id: str) -> DeploymentV1:
         return {"d1": self.v1, "d2": self.v2}[deployment_id]
+
+    # The audit log: one UI change by alice of the environment's minimum (a drift's maker).
+    def list_audit_logs(self, model_id: str, **_: Any) -> AuditLogPage:
+        return AuditLogPage.model_validate(
+            {
+                "items": [
+                    {
+                        "id": "a1",
+                        "created": "2026-01-01T00:00:00Z",
+                        "event_type": "ENVIRONMENT_UPDATED",
+                        "event_data": {"environment_name": "production", "min_replica": 1},
+                        "source": "UI",
+                        "actor": {"type": "USER", "email": "alice@example.com"},
+                    }
+                ]
+            }
+        )
+
+    def get_deployment_logs(self, model_id: str, deployment_id: str, **_: Any) -> list[LogV1]:
+        return [LogV1(timestamp="1", message="ImportError: no module named torch")]
+
+    def is_own_key(self, prefix: str | None) -> bool:
+        return False
 
 
 def cr(mode: str = "Reconcile", source: str = "v2", **status: Any) -> dict[str, Any]:
@@ -281,10 +311,13 @@ def test_schedule_drift_is_planned_as_the_one_update_the_pass_would_send() -> No
         None,
         schedules=[ScheduleChange("from-the-ui", "removed")],
         autoscaling_schedule_settings={"timezone": "Europe/Berlin", "delete_schedules": ["s-9"]},
+        # The fake audit log's one entry set the minimum to the 1 Baseten has.
+        attribution="changed by alice@example.com via UI at 2026-01-01T00:00:00Z",
     )
     assert update.describe() == (
         "update environment production: minReplicas 1→2, scheduleTimezone UTC→Europe/Berlin, "
-        "schedule from-the-ui removed"
+        "schedule from-the-ui removed (changed by alice@example.com via UI at "
+        "2026-01-01T00:00:00Z)"
     )
 
 
@@ -313,10 +346,12 @@ def test_the_newer_settings_are_planned_in_their_groups_update() -> None:
         ],
         {"target_in_flight_tokens": 40000, "max_scale_down_rate": 20},
         {"rolling_deploy_config": {"replica_overhead_percent": 10}},
+        # No entry of the fake audit log set any of these to what Baseten has.
+        attribution="changed by an unknown actor",
     )
     assert update.describe() == (
         "update environment production: targetInFlightTokens 0→40000, maxScaleDownRate 50→20, "
-        "replicaOverheadPercent 0→10"
+        "replicaOverheadPercent 0→10 (changed by an unknown actor)"
     )
 
 
