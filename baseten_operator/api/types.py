@@ -543,7 +543,9 @@ class LastFailure(ApiModel):
     """Why a deployment this resource depends on failed, from its error-level log lines
     (docs/contract.md 4): read once per failure, secrets masked."""
 
-    deployment_id: str = Field(max_length=NAME_MAX, description="The failed deployment's ID.")
+    deployment_id: str = Field(
+        max_length=NAME_MAX, alias="deploymentID", description="The failed deployment's ID."
+    )
     reason: str = Field(
         max_length=SHORT_MAX, description="Its state: BUILD_FAILED, DEPLOY_FAILED or FAILED."
     )

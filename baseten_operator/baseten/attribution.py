@@ -56,7 +56,9 @@ class Attribution:
     def __str__(self) -> str:
         if self.actor is None:
             return "changed by an unknown actor"
-        who = f"this operator's key {self.actor} (a previous spec)" if self.own_key else self.actor
+        # This operator's own key is not even shown by prefix: a change it made was a
+        # previous spec's, and the key is nobody's business.
+        who = "this operator's key (a previous spec)" if self.own_key else self.actor
         return f"changed by {who} via {self.source or 'OTHER'} at {self.at or 'an unknown time'}"
 
     @property

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -18,13 +19,20 @@ pytestmark = pytest.mark.e2e
 def test_observe_reports_drift_without_writing(stack: Stack) -> None:
     namespace = stack.new_namespace("e2e-observe")
     model_id, deployment_id = stack.sim.seed_model_with_deployment("e2e-observe", "build-1")
-    # The primary region promoted build-1 and someone raised min replicas in the UI.
+    # The primary region promoted build-1 and bob raised min replicas in the UI.
     stack.sim.control(
         "seed_environment",
         model_id=model_id,
         name="production",
         current_deployment_id=deployment_id,
-        autoscaling_settings={"min_replica": 2, "max_replica": 5},
+        autoscaling_settings={"min_replica": 1, "max_replica": 5},
+    )
+    stack.sim.control(
+        "ui_update_environment",
+        model_id=model_id,
+        env="production",
+        autoscaling_settings={"min_replica": 2},
+        email="bob@example.com",
     )
     stack.kubectl.apply(
         basetenmodel(
@@ -48,9 +56,11 @@ def test_observe_reports_drift_without_writing(stack: Stack) -> None:
     status = observed["status"]
     assert status["deploymentStatus"] == "ACTIVE"
     assert status["message"].startswith("active: build-1 (")
-    assert status["message"].endswith(
-        "min:2 max:5) in production environment | drift: minReplicas 1→2; awaiting reconciliation"
-    )
+    assert re.search(
+        r"min:2 max:5\) in production environment \| drift: minReplicas 1→2; changed by "
+        r"bob@example\.com via UI at [0-9T:-]+Z; awaiting reconciliation$",
+        status["message"],
+    ), status["message"]
     assert status["modelID"] == model_id
     assert stack.sim.writes_for_model(model_id) == []
     settings = stack.sim.environment(model_id, "production")["autoscaling_settings"]
