@@ -1,0 +1,127 @@
+"""The build: the Dockerfile as it is, on the base `bases` chose, with the OCI labels' version
+and revision, from a wheelhouse when one is given (air-gapped: pip reads no index). It leaves,
+in the output directory, the SBOM of what the image installs and `build.json`, the record of
+what was built (the image's ID among it: the tag moves, the ID names exactly this build).
+
+Builds take turns on a lock in the cache: the image tier's build in the background of `make
+test` and the tests' own call of it (which waits, then finds every layer cached).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+import time
+import tomllib
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from filelock import FileLock
+
+from baseten_operator.sim.realkube.build import cache_home
+
+from . import bases, sbom, wheelhouse
+from .engines import Engine
+
+REPO = Path(__file__).resolve().parents[2]
+DOCKERFILE = REPO / "Dockerfile"
+RECORD = "build.json"
+BUILD_TIMEOUT = 60 * 60.0
+
+Say = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Record:
+    image: str  # the tag
+    id: str  # the image's ID
+    engine: str
+    base: str
+    standin_base: bool
+    wheelhouse: str | None
+    version: str
+    revision: str
+    size: int  # bytes, as the engine counts them
+    sbom: str
+    seconds: float
+
+
+def version() -> str:
+    return str(tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"])
+
+
+def revision() -> str:
+    """The commit built, `-dirty` when the checkout has changes on top of it."""
+    done = subprocess.run(
+        ["git", "describe", "--always", "--dirty", "--abbrev=40"],
+        cwd=REPO, capture_output=True, text=True, check=False, timeout=60,
+    )  # fmt: skip
+    return done.stdout.strip() if done.returncode == 0 else "unknown"
+
+
+def lock() -> FileLock:
+    path = cache_home() / "image" / "build.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return FileLock(path)
+
+
+def build(engine: Engine, *, tag: str, wheelhouse_dir: Path | None, out: Path, say: Say) -> Record:
+    with lock():
+        started = time.monotonic()
+        say(f"building {tag} with {engine.name}")
+        base = bases.choose(engine, DOCKERFILE, say)
+        arguments = [
+            "build", "--file", str(DOCKERFILE), "--tag", tag,
+            "--build-arg", f"PYTHON_IMAGE={base.reference}",
+            "--build-arg", f"VERSION={version()}", "--build-arg", f"REVISION={revision()}",
+        ]  # fmt: skip
+        if wheelhouse_dir is not None:
+            wheelhouse.check(wheelhouse_dir)
+            say(f"air-gapped: every wheel from {wheelhouse_dir}, no index")
+            arguments += [
+                "--build-context", f"wheelhouse={wheelhouse_dir.resolve()}",
+                "--build-arg", "PIP_NO_INDEX=1",
+            ]  # fmt: skip
+        with tempfile.TemporaryDirectory() as scratch:
+            iidfile = Path(scratch) / "iid"
+            subprocess.run(
+                engine.command(*arguments, "--iidfile", str(iidfile), str(REPO)),
+                env=engine.environ(), stdout=sys.stderr, check=True, timeout=BUILD_TIMEOUT,
+            )  # fmt: skip
+            image_id = iidfile.read_text().strip()
+        size = int(engine.run("image", "inspect", "--format", "{{.Size}}", image_id).stdout)
+        record = Record(
+            image=tag,
+            id=image_id,
+            engine=engine.name,
+            base=base.reference,
+            standin_base=base.standin,
+            wheelhouse=str(wheelhouse_dir.resolve()) if wheelhouse_dir else None,
+            version=version(),
+            revision=revision(),
+            size=size,
+            sbom=str(sbom.ensure(out / f"baseten-operator-{version()}.cdx.json")),
+            seconds=round(time.monotonic() - started, 1),
+        )
+        _replace_record(engine, out / RECORD, record)
+    say(
+        f"built {tag} ({image_id[:19]}) with {engine.name} in {record.seconds:.0f} s: "
+        f"{size / 1e6:.0f} MB"
+        + (", on the STAND-IN base" if base.standin else "")
+        + f"; SBOM {record.sbom}; record {out / RECORD}"
+    )
+    return record
+
+
+def _replace_record(engine: Engine, path: Path, record: Record) -> None:
+    """Write the record; remove the image the previous one named, if no tag holds it any more
+    (each build of changed sources leaves an image of a few hundred MB otherwise)."""
+    if path.is_file():
+        previous = json.loads(path.read_text())
+        if previous.get("engine") == engine.name and previous.get("id") != record.id:
+            engine.run("image", "rm", previous["id"], check=False)  # in use or tagged: kept
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(asdict(record), indent=2) + "\n")
