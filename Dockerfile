@@ -45,11 +45,8 @@ USER 65532:65532
 # Metrics (HTTPS) and probes (plain HTTP).
 EXPOSE 8443 8081
 ENTRYPOINT ["baseten-operator", "run"]
-# Last, so a new revision rebuilds nothing but the labels. `make image` passes both.
-ARG VERSION=unknown
-ARG REVISION=unknown
+# What the image is (OCI annotations). The version and revision are the build's: `make image`
+# adds them (--label org.opencontainers.image.version=... and .revision=...).
 LABEL org.opencontainers.image.title="baseten-operator" \
       org.opencontainers.image.source="https://github.com/baseten-operator/baseten-operator" \
-      org.opencontainers.image.licenses="Apache-2.0" \
-      org.opencontainers.image.version="${VERSION}" \
-      org.opencontainers.image.revision="${REVISION}"
+      org.opencontainers.image.licenses="Apache-2.0"

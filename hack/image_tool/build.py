@@ -1,7 +1,7 @@
-"""The build: the Dockerfile as it is, on the base `bases` chose, with the OCI labels' version
-and revision, from a wheelhouse when one is given (air-gapped: pip reads no index). It leaves,
-in the output directory, the SBOM of what the image installs and `build.json`, the record of
-what was built (the image's ID among it: the tag moves, the ID names exactly this build).
+"""The build: the Dockerfile as it is, on the base `bases` chose, labelled with the version
+and the revision built, from a wheelhouse when one is given (air-gapped: pip reads no index).
+It leaves, in the output directory, the SBOM of what the image installs and `build.json`, the
+record of what was built (the image's ID among it: the tag moves, the ID names this build).
 
 Builds take turns on a lock in the cache: the image tier's build in the background of `make
 test` and the tests' own call of it (which waits, then finds every layer cached).
@@ -69,6 +69,8 @@ def lock() -> FileLock:
 
 
 def build(engine: Engine, *, tag: str, wheelhouse_dir: Path | None, out: Path, say: Say) -> Record:
+    if wheelhouse_dir is not None:
+        wheelhouse.check(wheelhouse_dir)  # before anything is built
     with lock():
         started = time.monotonic()
         say(f"building {tag} with {engine.name}")
@@ -76,10 +78,12 @@ def build(engine: Engine, *, tag: str, wheelhouse_dir: Path | None, out: Path, s
         arguments = [
             "build", "--file", str(DOCKERFILE), "--tag", tag,
             "--build-arg", f"PYTHON_IMAGE={base.reference}",
-            "--build-arg", f"VERSION={version()}", "--build-arg", f"REVISION={revision()}",
+            # Labels given here, not build arguments: podman's layer cache ignores a changed
+            # argument's value, and would keep the revision of the build that made the layer.
+            "--label", f"org.opencontainers.image.version={version()}",
+            "--label", f"org.opencontainers.image.revision={revision()}",
         ]  # fmt: skip
         if wheelhouse_dir is not None:
-            wheelhouse.check(wheelhouse_dir)
             say(f"air-gapped: every wheel from {wheelhouse_dir}, no index")
             arguments += [
                 "--build-context", f"wheelhouse={wheelhouse_dir.resolve()}",
