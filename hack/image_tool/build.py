@@ -38,6 +38,7 @@ Say = Callable[[str], None]
 class Record:
     image: str  # the tag
     id: str  # the image's ID
+    build_stage: str | None  # podman's image of the build stage
     engine: str
     base: str
     standin_base: bool
@@ -75,13 +76,13 @@ def build(engine: Engine, *, tag: str, wheelhouse_dir: Path | None, out: Path, s
         started = time.monotonic()
         say(f"building {tag} with {engine.name}")
         base = bases.choose(engine, DOCKERFILE, say)
+        built_revision = revision()
         arguments = [
-            "build", "--file", str(DOCKERFILE), "--tag", tag,
-            "--build-arg", f"PYTHON_IMAGE={base.reference}",
+            "--file", str(DOCKERFILE), "--build-arg", f"PYTHON_IMAGE={base.reference}",
             # Labels given here, not build arguments: podman's layer cache ignores a changed
             # argument's value, and would keep the revision of the build that made the layer.
             "--label", f"org.opencontainers.image.version={version()}",
-            "--label", f"org.opencontainers.image.revision={revision()}",
+            "--label", f"org.opencontainers.image.revision={built_revision}",
         ]  # fmt: skip
         if wheelhouse_dir is not None:
             say(f"air-gapped: every wheel from {wheelhouse_dir}, no index")
@@ -89,23 +90,21 @@ def build(engine: Engine, *, tag: str, wheelhouse_dir: Path | None, out: Path, s
                 "--build-context", f"wheelhouse={wheelhouse_dir.resolve()}",
                 "--build-arg", "PIP_NO_INDEX=1",
             ]  # fmt: skip
-        with tempfile.TemporaryDirectory() as scratch:
-            iidfile = Path(scratch) / "iid"
-            subprocess.run(
-                engine.command(*arguments, "--iidfile", str(iidfile), str(REPO)),
-                env=engine.environ(), stdout=sys.stderr, check=True, timeout=BUILD_TIMEOUT,
-            )  # fmt: skip
-            image_id = iidfile.read_text().strip()
+        # podman keeps the build stage as an image of its own, a few hundred MB more each time
+        # the sources change: built (and named) first, so that the next build can remove it.
+        stage = _build(engine, *arguments, "--target", "build") if engine.name == "podman" else None
+        image_id = _build(engine, *arguments, "--tag", tag)
         size = int(engine.run("image", "inspect", "--format", "{{.Size}}", image_id).stdout)
         record = Record(
             image=tag,
             id=image_id,
+            build_stage=stage,
             engine=engine.name,
             base=base.reference,
             standin_base=base.standin,
             wheelhouse=str(wheelhouse_dir.resolve()) if wheelhouse_dir else None,
             version=version(),
-            revision=revision(),
+            revision=built_revision,
             size=size,
             sbom=str(sbom.ensure(out / f"baseten-operator-{version()}.cdx.json")),
             seconds=round(time.monotonic() - started, 1),
@@ -120,12 +119,25 @@ def build(engine: Engine, *, tag: str, wheelhouse_dir: Path | None, out: Path, s
     return record
 
 
+def _build(engine: Engine, *arguments: str) -> str:
+    """One build of the Dockerfile, its output on stderr; the ID of the image it made."""
+    with tempfile.TemporaryDirectory() as scratch:
+        iidfile = Path(scratch) / "iid"
+        subprocess.run(
+            engine.command("build", *arguments, "--iidfile", str(iidfile), str(REPO)),
+            env=engine.environ(), stdout=sys.stderr, check=True, timeout=BUILD_TIMEOUT,
+        )  # fmt: skip
+        return iidfile.read_text().strip()
+
+
 def _replace_record(engine: Engine, path: Path, record: Record) -> None:
-    """Write the record; remove the image the previous one named, if no tag holds it any more
-    (each build of changed sources leaves an image of a few hundred MB otherwise)."""
+    """Write the record; remove the images the previous one named that this build no longer
+    uses (the engine keeps them while a tag holds them)."""
     if path.is_file():
         previous = json.loads(path.read_text())
-        if previous.get("engine") == engine.name and previous.get("id") != record.id:
-            engine.run("image", "rm", previous["id"], check=False)  # in use or tagged: kept
+        if previous.get("engine") == engine.name:
+            for key in ("id", "build_stage"):
+                if previous.get(key) not in (None, record.id, record.build_stage):
+                    engine.run("image", "rm", previous[key], check=False)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(asdict(record), indent=2) + "\n")
