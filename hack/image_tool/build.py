@@ -29,6 +29,7 @@ from .engines import Engine
 REPO = Path(__file__).resolve().parents[2]
 DOCKERFILE = REPO / "Dockerfile"
 RECORD = "build.json"
+STAGE_REPOSITORY = "baseten-operator-build-stage"
 BUILD_TIMEOUT = 60 * 60.0
 
 Say = Callable[[str], None]
@@ -38,7 +39,6 @@ Say = Callable[[str], None]
 class Record:
     image: str  # the tag
     id: str  # the image's ID
-    build_stage: str | None  # podman's image of the build stage
     engine: str
     base: str
     standin_base: bool
@@ -90,15 +90,15 @@ def build(engine: Engine, *, tag: str, wheelhouse_dir: Path | None, out: Path, s
                 "--build-context", f"wheelhouse={wheelhouse_dir.resolve()}",
                 "--build-arg", "PIP_NO_INDEX=1",
             ]  # fmt: skip
-        # podman keeps the build stage as an image of its own, a few hundred MB more each time
-        # the sources change: built (and named) first, so that the next build can remove it.
-        stage = _build(engine, *arguments, "--target", "build") if engine.name == "podman" else None
-        image_id = _build(engine, *arguments, "--tag", tag)
+        if engine.name == "podman":
+            # podman keeps the build stage as an image of its own (BuildKit does not), a few
+            # hundred MB more each time the sources change: tagged, so the next one replaces it.
+            _tagged(engine, f"{STAGE_REPOSITORY}:{version()}", *arguments, "--target", "build")
+        image_id = _tagged(engine, tag, *arguments)
         size = int(engine.run("image", "inspect", "--format", "{{.Size}}", image_id).stdout)
         record = Record(
             image=tag,
             id=image_id,
-            build_stage=stage,
             engine=engine.name,
             base=base.reference,
             standin_base=base.standin,
@@ -109,7 +109,8 @@ def build(engine: Engine, *, tag: str, wheelhouse_dir: Path | None, out: Path, s
             sbom=str(sbom.ensure(out / f"baseten-operator-{version()}.cdx.json")),
             seconds=round(time.monotonic() - started, 1),
         )
-        _replace_record(engine, out / RECORD, record)
+        (out / RECORD).parent.mkdir(parents=True, exist_ok=True)
+        (out / RECORD).write_text(json.dumps(asdict(record), indent=2) + "\n")
     say(
         f"built {tag} ({image_id[:19]}) with {engine.name} in {record.seconds:.0f} s: "
         f"{size / 1e6:.0f} MB"
@@ -117,6 +118,16 @@ def build(engine: Engine, *, tag: str, wheelhouse_dir: Path | None, out: Path, s
         + f"; SBOM {record.sbom}; record {out / RECORD}"
     )
     return record
+
+
+def _tagged(engine: Engine, tag: str, *arguments: str) -> str:
+    """Build the image `tag` names; the one it named before is removed, unless another tag or
+    a container (a test running it) still uses it: each is a few hundred MB."""
+    before = engine.run("image", "inspect", "--format", "{{.Id}}", tag, check=False).stdout
+    built = _build(engine, *arguments, "--tag", tag)
+    if before.strip() and before.strip() != built.removeprefix("sha256:"):
+        engine.run("image", "rm", before.strip(), check=False)
+    return built
 
 
 def _build(engine: Engine, *arguments: str) -> str:
@@ -128,16 +139,3 @@ def _build(engine: Engine, *arguments: str) -> str:
             env=engine.environ(), stdout=sys.stderr, check=True, timeout=BUILD_TIMEOUT,
         )  # fmt: skip
         return iidfile.read_text().strip()
-
-
-def _replace_record(engine: Engine, path: Path, record: Record) -> None:
-    """Write the record; remove the images the previous one named that this build no longer
-    uses (the engine keeps them while a tag holds them)."""
-    if path.is_file():
-        previous = json.loads(path.read_text())
-        if previous.get("engine") == engine.name:
-            for key in ("id", "build_stage"):
-                if previous.get(key) not in (None, record.id, record.build_stage):
-                    engine.run("image", "rm", previous[key], check=False)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(asdict(record), indent=2) + "\n")

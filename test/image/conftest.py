@@ -10,6 +10,8 @@ the tier skips, saying what is missing; a build that fails fails them.
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -30,7 +32,12 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 
 @pytest.fixture(scope="session")
-def image(request: pytest.FixtureRequest) -> dict[str, Any]:
+def podman() -> Podman:
+    return Podman()
+
+
+@pytest.fixture(scope="session")
+def image(request: pytest.FixtureRequest, podman: Podman) -> Iterator[dict[str, Any]]:
     """The record of the image built (hack/image_tool/build.py's `Record`)."""
     built = request.config.stash[BUILT]
     if built.skip_reason is not None:
@@ -38,9 +45,11 @@ def image(request: pytest.FixtureRequest) -> dict[str, Any]:
     if built.failure is not None:
         pytest.fail(built.failure, pytrace=False)
     assert built.record is not None
-    return built.record
-
-
-@pytest.fixture(scope="session")
-def podman() -> Podman:
-    return Podman()
+    # A container made from it (never started) keeps the image while the tier runs: a build in
+    # another checkout moves the tag and removes the image it named, unless something uses it.
+    pin = f"image-tier-pin-{uuid.uuid4().hex[:8]}"
+    podman.run("create", "--name", pin, built.record["id"])
+    try:
+        yield built.record
+    finally:
+        podman.run("rm", "--force", pin, check=False)
