@@ -72,6 +72,12 @@ def main(argv: list[str] | None = None) -> int:
         return CANNOT
     except (wheelhouse.Incomplete, RuntimeError, subprocess.SubprocessError) as error:
         say(f"failed: {error}")
+        if args.command == "build" and args.wheelhouse is None:
+            say(
+                "if pip in the build could not reach the index (no network in build "
+                "containers, or a proxy's CA they do not trust), build air-gapped: "
+                "make wheelhouse && make image WHEELHOUSE=wheelhouse"
+            )
         return 1
     return 0
 
