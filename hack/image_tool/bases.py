@@ -26,6 +26,7 @@ from .engines import INSTALL, CannotBuild, Engine
 Say = Callable[[str], None]
 STANDIN_REPOSITORY = "localhost/baseten-operator-standin-base"
 MMDEBSTRAP_TIMEOUT = 30 * 60.0
+PULL_TIMEOUT = 300.0
 # What mmdebstrap is asked for (also what the cached stand-in is named after).
 MMDEBSTRAP = (
     "--variant=essential",
@@ -71,10 +72,14 @@ def choose(engine: Engine, dockerfile: Path, say: Say) -> Base:
         return Base(reference, standin=False)
     if engine.run("image", "exists", reference, check=False).returncode == 0:
         return Base(reference, standin=False)
-    pulled = engine.run("pull", "--quiet", reference, check=False)
-    if pulled.returncode == 0:
-        return Base(reference, standin=False)
-    reason = (pulled.stderr.strip().splitlines() or ["no reason given"])[-1]
+    try:
+        pulled = engine.run("pull", "--quiet", reference, check=False, timeout=PULL_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        reason = f"no answer in {PULL_TIMEOUT:.0f} s"
+    else:
+        if pulled.returncode == 0:
+            return Base(reference, standin=False)
+        reason = (pulled.stderr.strip().splitlines() or ["no reason given"])[-1]
     say(f"the pinned base {reference} cannot be pulled here ({reason})")
     standin = standin_base(engine, say)
     say(

@@ -138,7 +138,12 @@ def wait_ready(deployed: Deployed, kind: str, name: str, condition: str) -> dict
 def test_it_is_ready_and_leads_with_the_in_cluster_credentials(deployed: Deployed) -> None:
     """The only credentials in the container are the projected token and CA: holding the
     Lease (in its name: the pod's hostname) proves the operator in the image used them."""
-    assert deployed.cluster.kubectl.lease_holder().startswith(f"{deployed.pod.name}_")
+    kubectl, pod = deployed.cluster.kubectl, deployed.pod
+    wait_for(
+        lambda: kubectl.lease_holder().startswith(f"{pod.name}_"),
+        timeout=30,
+        describe=lambda: f"the Lease held by {kubectl.lease_holder()!r}\n{pod.logs()}",
+    )
 
 
 def test_metrics_are_served_over_https_to_a_metrics_reader_only(

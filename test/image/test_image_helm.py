@@ -53,7 +53,8 @@ def test_the_charts_deployment_runs_the_image_and_stops_on_sigterm(
             lambda: http_ok(ready) or not pod.alive(), timeout=READY_TIMEOUT, describe=pod.logs
         )
         assert pod.alive(), pod.logs()
-        assert kube.kubectl.lease_holder().startswith(f"{pod.name}_")
+        kubectl, name = kube.kubectl, pod.name
+        wait_for(lambda: kubectl.lease_holder().startswith(f"{name}_"), timeout=30)
 
         assert pod.stop() == 0, pod.logs()
         assert kube.kubectl.lease_holder() == ""
