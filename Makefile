@@ -9,7 +9,7 @@ IMG ?= baseten-operator:$(VERSION)
 KUBECTL ?= kubectl
 DIST ?= dist
 
-.PHONY: help venv sandbox tour run test test-unit test-integration test-e2e test-e2e-kind lint real-kube kstatus \
+.PHONY: help venv sandbox tour run test test-unit test-integration test-e2e test-e2e-kind lint real-kube kstatus prometheus \
         manifests helm-package install uninstall deploy undeploy image image-tools wheelhouse test-image \
         image-tier-background bench lock sbom soak soak-short clean
 
@@ -17,15 +17,19 @@ help: ## List the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
 
 # The venv gets the Dockerfile's hash-checked build tools first: a fresh venv's setuptools is
-# too old for pyproject's license field, and the wheel test builds without isolation.
+# too old for pyproject's license field, and the wheel test builds without isolation. Then the
+# locked runtime closure, hash-checked, so the tests run on exactly what the image ships (the
+# dev tools resolve on top of it; left to resolve alone, every new release on PyPI would move
+# the tests' environment away from the lock).
 # setuptools prints a boxed notice on every editable install of a flat layout ("folders in
 # your working directory with the same name as your package ... may take precedence"): here
 # that folder is the package itself, so the notice says nothing; an install prints only errors.
 EDITABLE_QUIET := PYTHONWARNINGS="ignore:Editable installation"
-$(STAMP): pyproject.toml requirements-build.lock
+$(STAMP): pyproject.toml requirements-build.lock requirements.lock
 	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) is required"; exit 1; }
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --require-hashes -r requirements-build.lock
+	$(BIN)/pip install -q --require-hashes -r requirements.lock
 	$(EDITABLE_QUIET) $(BIN)/pip install -q -e '.[dev]'
 	$(BIN)/pip check
 	$(COMPILE)
@@ -64,7 +68,12 @@ real-kube: $(STAMP) ## Build kube-apiserver and etcd (hack/kube-apiserver, hack/
 kstatus: $(STAMP)
 	$(TEST_PYTHON) -m testsupport.kstatus
 
-test: image-tier-background lint real-kube kstatus ## Lint, type-check and run the whole test suite (real API server and emulator, the image)
+# Debian's prometheus package, for the tests that scrape the Baseten simulator with a real
+# Prometheus (test/testsupport/prometheus.py); apt-get, once, when it is not on PATH.
+prometheus: ## Install Prometheus for the tests (hack/install-prometheus.sh), once
+	hack/install-prometheus.sh
+
+test: image-tier-background lint real-kube kstatus prometheus ## Lint, type-check and run the whole test suite (real API server and emulator, the image)
 	$(BIN)/pytest -q $(PYTEST_ARGS)
 
 # The image tier (test/image) runs the image built from the Dockerfile. `make test` first
@@ -83,7 +92,7 @@ image-tier-background: $(STAMP)
 test-unit: $(STAMP) kstatus ## Unit tests only
 	$(BIN)/pytest -q test/unit $(PYTEST_ARGS)
 
-test-integration: $(STAMP) real-kube ## The operator loop on the two simulators
+test-integration: $(STAMP) real-kube prometheus ## The operator loop on the two simulators
 	$(BIN)/pytest -q test/integration $(PYTEST_ARGS)
 
 test-e2e: $(STAMP) real-kube ## The operator as a process, driven with kubectl, on the emulator

@@ -10,19 +10,21 @@ from importlib.metadata import PackageNotFoundError, version
 
 import structlog
 
+from baseten_operator.api.constants import BASETENMODELS
 from baseten_operator.baseten.client import API_KEY_ENV, DEFAULT_TIMEOUT, BasetenClient
 from baseten_operator.baseten.errors import ConfigError
 from baseten_operator.baseten.pool import BasetenClientPool, MakeClient
 from baseten_operator.config import OperatorOptions
-from baseten_operator.controller.secret_context import OperatorIdentity
-from baseten_operator.controller.secret_fingerprint import fingerprint_key
-from baseten_operator.controller.secret_setup import setup_secrets_with_manager, shared_wiring
-from baseten_operator.controller.setup import (
+from baseten_operator.controller.basetenmodel.setup import (
     enqueue_push_outcome,
     setup_with_manager,
     work_queue,
 )
-from baseten_operator.controller.timing import Timing
+from baseten_operator.controller.basetensecret.context import OperatorIdentity
+from baseten_operator.controller.basetensecret.fingerprint import fingerprint_key
+from baseten_operator.controller.basetensecret.setup import SecretWiring, setup_secrets_with_manager
+from baseten_operator.controller.shared.tenancy import TenancySources
+from baseten_operator.controller.shared.timing import Timing
 from baseten_operator.runtime.client import KubeClient
 from baseten_operator.runtime.clock import Clock, RealClock
 from baseten_operator.runtime.fence import WriteFence
@@ -165,11 +167,16 @@ def build_operator(
             manager.fence,
         ),
     )
-    controller = setup_with_manager(
+    # One set of tenancy rules for both kinds: each Namespace's policy is read once.
+    tenancy = TenancySources.on_manager(
         manager,
         pool=pool,
         operator_namespace=operator_namespace(),
-        require_namespace_policy=options.require_namespace_policy,
+        require_policy=options.require_namespace_policy,
+    )
+    controller = setup_with_manager(
+        manager,
+        tenancy=tenancy,
         kube=writer,
         recorder=recorder,
         clock=clock,
@@ -180,13 +187,7 @@ def build_operator(
     )
     secret_controller = setup_secrets_with_manager(
         manager,
-        wiring=shared_wiring(
-            manager,
-            controller,
-            pool=pool,
-            operator_namespace=operator_namespace(),
-            require_namespace_policy=options.require_namespace_policy,
-        ),
+        wiring=SecretWiring(manager.informer(BASETENMODELS), controller, tenancy),
         kube=writer,
         recorder=recorder,
         clock=clock,

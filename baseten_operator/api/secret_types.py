@@ -139,6 +139,18 @@ class BasetenSecretStatus(ConditionedStatus):
         description="HMAC of the value last written, keyed by the operator (never the value "
         "nor a plain hash of it).",
     )
+    written_name: str | None = Field(
+        default=None,
+        max_length=NAME_MAX,
+        description="The Baseten secret the value was last written to: deletion removes "
+        "only that one.",
+    )
+    written_team: str | None = Field(
+        default=None,
+        max_length=NAME_MAX,
+        description="The Baseten team the value was last written in (unset with writtenName "
+        "set: the organisation's): deletion happens only there.",
+    )
 
 
 class BasetenSecret(ApiModel):

@@ -519,7 +519,8 @@ class Condition(ApiModel):
         min_length=1,
         max_length=1024,
         pattern=CONDITION_REASON_PATTERN,
-        description="The deploymentStatus (Unknown when unset).",
+        description="The status word: a BasetenModel's deploymentStatus, a BasetenSecret's "
+        "state (Unknown when unset).",
     )
     message: str = Field(..., max_length=32768, description="The status message.")
 
@@ -582,6 +583,13 @@ class BasetenModelStatus(ConditionedStatus):
         alias="cancellingDeploymentID",
         description="Candidate whose promotion this CR is cancelling: on record before the "
         "cancel call, cleared once Baseten no longer promotes it.",
+    )
+    cancel_acknowledged_time: str | None = Field(
+        max_length=TIME_MAX,
+        default=None,
+        alias="cancelAcknowledgedTime",
+        description="When Baseten acknowledged the cancel of cancellingDeploymentID's "
+        "promotion: an acknowledged cancel is never sent again.",
     )
     deployment_status: str | None = Field(
         max_length=SHORT_MAX,

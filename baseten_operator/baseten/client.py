@@ -10,12 +10,14 @@ from __future__ import annotations
 import json
 import os
 import random
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any, TypeVar
 
 from pydantic import SecretStr
 
 from baseten_operator.baseten.connections import Connect, Connections
+from baseten_operator.baseten.deployment_metrics import DeploymentMetrics
 from baseten_operator.baseten.errors import (
     AmbiguousDeploymentName,
     AmbiguousModelName,
@@ -24,12 +26,15 @@ from baseten_operator.baseten.errors import (
 )
 from baseten_operator.baseten.models import (
     Ack,
+    AuditLogPage,
     CancelPromotionAck,
     DeploymentList,
     DeploymentV1,
     EnvironmentList,
     EnvironmentUpdateAck,
     EnvironmentV1,
+    LogList,
+    LogV1,
     ModelList,
     ModelV1,
     RetryResult,
@@ -37,6 +42,7 @@ from baseten_operator.baseten.models import (
     SecretTombstone,
     SecretV1,
     SettingsUpdateAck,
+    SignalPromotionAck,
     SuccessAck,
     TeamList,
     TeamV1,
@@ -86,8 +92,22 @@ GET_ENVIRONMENT = Endpoint("GET", _ENVIRONMENT, idempotent=True)
 CREATE_ENVIRONMENT = Endpoint("POST", _MODEL + "/environments", idempotent=False)
 UPDATE_ENVIRONMENT = Endpoint("PATCH", _ENVIRONMENT, idempotent=True)
 PROMOTE = Endpoint("POST", _ENVIRONMENT + "/promote", idempotent=False)
-# Not repeated blindly either: a second cancel must be a decision, not a retry.
+# Not repeated blindly either: a second cancel must be a decision, not a retry. Nor are the
+# rolling promotions' signals: a pause repeated after a resume would pause again.
 CANCEL_PROMOTION = Endpoint("POST", _ENVIRONMENT + "/cancel_promotion", idempotent=False)
+PAUSE_PROMOTION = Endpoint("POST", _ENVIRONMENT + "/pause_promotion", idempotent=False)
+RESUME_PROMOTION = Endpoint("POST", _ENVIRONMENT + "/resume_promotion", idempotent=False)
+FORCE_CANCEL_PROMOTION = Endpoint(
+    "POST", _ENVIRONMENT + "/force_cancel_promotion", idempotent=False
+)
+FORCE_ROLL_FORWARD_PROMOTION = Endpoint(
+    "POST", _ENVIRONMENT + "/force_roll_forward_promotion", idempotent=False
+)
+
+# What a model and its deployments did and how they serve: reads, retried as every GET.
+LIST_AUDIT_LOGS = Endpoint("GET", _MODEL + "/audit_logs", idempotent=True)
+GET_DEPLOYMENT_METRICS = Endpoint("GET", _DEPLOYMENT + "/metrics", idempotent=True)
+GET_DEPLOYMENT_LOGS = Endpoint("GET", _DEPLOYMENT + "/logs", idempotent=True)
 
 # Secrets: the workspace's (the caller's primary team) and a team's. An upsert is a POST:
 # repeated only when it cannot have been sent, as every POST.
@@ -374,6 +394,109 @@ class BasetenClient:
         (the candidate's traffic is being moved back first)."""
         path = {"model_id": model_id, "env_name": env_name}
         return self._acknowledged(CANCEL_PROMOTION, path, CancelPromotionAck)
+
+    # Signals to a rolling promotion in progress (SignalPromotionResponseV1). Baseten
+    # refuses one with no promotion, or one that is not rolling, with an error status.
+
+    def pause_promotion(self, model_id: str, env_name: str) -> SignalPromotionAck:
+        """Pause when the step in progress completes; no further step until resumed."""
+        return self._signal(PAUSE_PROMOTION, model_id, env_name)
+
+    def resume_promotion(self, model_id: str, env_name: str) -> SignalPromotionAck:
+        """Carry a paused promotion on from where it was paused."""
+        return self._signal(RESUME_PROMOTION, model_id, env_name)
+
+    def force_cancel_promotion(self, model_id: str, env_name: str) -> SignalPromotionAck:
+        """Cancel at once: all traffic back to the previous deployment."""
+        return self._signal(FORCE_CANCEL_PROMOTION, model_id, env_name)
+
+    def force_roll_forward_promotion(self, model_id: str, env_name: str) -> SignalPromotionAck:
+        """Complete at once, all traffic to the candidate, even while rolling back."""
+        return self._signal(FORCE_ROLL_FORWARD_PROMOTION, model_id, env_name)
+
+    def _signal(self, endpoint: Endpoint, model_id: str, env_name: str) -> SignalPromotionAck:
+        path = {"model_id": model_id, "env_name": env_name}
+        return self._acknowledged(endpoint, path, SignalPromotionAck)
+
+    # --- observability ----------------------------------------------------------------------
+
+    def get_deployment_metrics(
+        self,
+        model_id: str,
+        deployment_id: str,
+        *,
+        mode: str,
+        start_ms: int | None = None,
+        end_ms: int | None = None,
+        metrics: Sequence[str] = (),
+    ) -> DeploymentMetrics:
+        """The deployment's metrics: `mode` CURRENT (no window), SUMMARY (one value set over
+        the window) or SERIES; the window in epoch milliseconds (Baseten's defaults: the hour
+        before now); `metrics` by name (none: Baseten's default three). Read the answer
+        with its `summary` and `series` (deployment_metrics.py)."""
+        query: list[tuple[str, str]] = [("mode", mode)]
+        query += _window(start_ms, end_ms)
+        query += [("metrics", name) for name in metrics]
+        path = {"model_id": model_id, "deployment_id": deployment_id}
+        return self._transport.call(GET_DEPLOYMENT_METRICS, path, DeploymentMetrics, query=query)
+
+    def list_audit_logs(
+        self,
+        model_id: str,
+        *,
+        event_type_groups: Sequence[str] = (),
+        start: datetime | None = None,
+        end: datetime | None = None,
+        limit: int = 20,
+        cursor: str | None = None,
+    ) -> AuditLogPage:
+        """One page of the model's audit log, newest first (`limit` 1..200); the next page
+        with `cursor=page.next_cursor` and the same filters. `start` and `end` must be
+        timezone-aware."""
+        query: list[tuple[str, str]] = [("limit", str(limit))]
+        query += [("event_type_groups", group) for group in event_type_groups]
+        query += _window(_epoch_ms(start), _epoch_ms(end))
+        if cursor is not None:
+            query.append(("cursor", cursor))
+        path = {"model_id": model_id}
+        return self._transport.call(LIST_AUDIT_LOGS, path, AuditLogPage, query=query)
+
+    def get_deployment_logs(
+        self,
+        model_id: str,
+        deployment_id: str,
+        *,
+        min_level: str | None = None,
+        limit: int = 500,
+        start_ms: int | None = None,
+        end_ms: int | None = None,
+        direction: str | None = None,
+    ) -> list[LogV1]:
+        """The deployment's log lines (Baseten's default window: the last 30 minutes;
+        `limit` 1..1000; `min_level` drops lines below it and lines without a level;
+        `direction` asc or desc)."""
+        query: list[tuple[str, str]] = [("limit", str(limit))]
+        query += _window(start_ms, end_ms)
+        if min_level is not None:
+            query.append(("min_level", min_level))
+        if direction is not None:
+            query.append(("direction", direction))
+        path = {"model_id": model_id, "deployment_id": deployment_id}
+        return self._transport.call(GET_DEPLOYMENT_LOGS, path, LogList, query=query).logs
+
+
+def _window(start_ms: int | None, end_ms: int | None) -> list[tuple[str, str]]:
+    """A time window's query parameters (epoch milliseconds), those given."""
+    bounds = (("start_epoch_millis", start_ms), ("end_epoch_millis", end_ms))
+    return [(name, str(value)) for name, value in bounds if value is not None]
+
+
+def _epoch_ms(moment: datetime | None) -> int | None:
+    if moment is None:
+        return None
+    if moment.tzinfo is None:
+        raise ValueError("a timezone-aware datetime is required (a naive one is ambiguous)")
+    return int(moment.timestamp() * 1000)
 
 
 def _settings_body(

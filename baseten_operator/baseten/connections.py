@@ -15,8 +15,9 @@ MAX_BODY_BYTES. urllib3 repeats on its own only a GET whose
 kept-alive connection broke before an answer (runtime/pools.py SAFE_RETRY); nothing is
 redirected. Everything else is the transport's to decide.
 
-Requests are prepared here (`requests.Request(...).prepare()`) and handed to the adapter
-(`HTTPAdapter.send`, requests' transport API), not sent through a `Session`: a Session
+Requests are prepared here, only the parts the transport sets (a `PreparedRequest`'s
+method, URL, headers and body: no parameters to encode, no hooks, no auth) and handed to the
+adapter (`HTTPAdapter.send`, requests' transport API), not sent through a `Session`: a Session
 merges its settings and cookie jar into every request, runs hooks and extracts cookies
 from every answer, none of which the transport uses, for about a fifth of a call's CPU.
 """

@@ -234,6 +234,11 @@ class CancelPromotionAck(Ack):
         return self.status in (CANCELED, RAMPING_DOWN)
 
 
+class SignalPromotionAck(SuccessAck):
+    """SignalPromotionResponseV1: what pause, resume, force-cancel and force-roll-forward
+    of a rolling promotion answer."""
+
+
 class TeamV1(ApiResponse):
     id: str
     name: str
@@ -265,3 +270,61 @@ class SecretTombstone(Ack):
 
     def positive(self) -> bool:
         return bool(self.name)
+
+
+# Audit logs (ListAuditLogsResponseV1). `event_data` stays a mapping: the spec's union has
+# forty-odd shapes, and a reader takes the few fields it needs by name.
+
+
+class AuditLogActorV1(ApiResponse):
+    type: str = ""  # USER, API_KEY, BASETEN_USER, BASETEN_SYSTEM, TOMBSTONE_USER
+    email: str | None = None
+    api_key_prefix: str | None = None
+    api_key_name: str | None = None
+
+
+class AuditLogEntryV1(ApiResponse):
+    id: str
+    created: Timestamp = None
+    event_type: str = ""
+    event_data: dict[str, Any] = {}
+    source: str | None = None  # UI, API, MCP, SYSTEM, OTHER; None: unknown
+    actor: AuditLogActorV1
+
+
+class PaginationV1(ApiResponse):
+    has_more: bool | None = None
+    cursor: str | None = None
+
+
+class AuditLogPage(ApiResponse):
+    items: list[AuditLogEntryV1]
+    pagination: PaginationV1 = PaginationV1()
+
+    @property
+    def next_cursor(self) -> str | None:
+        """The cursor of the next page; None on the last one."""
+        return self.pagination.cursor if self.pagination.has_more else None
+
+
+# Deployment logs (GetLogsResponseV1).
+
+
+class LogV1(ApiResponse):
+    timestamp: str  # epoch nanoseconds, as Baseten sends them
+    message: str
+    replica: str | None = None
+    request_id: str | None = None
+    level: str | None = None  # DEBUG, INFO, WARNING, ERROR; None: no level detected
+
+    @property
+    def timestamp_ns(self) -> int | None:
+        """The timestamp as an integer; None when it is not one."""
+        try:
+            return int(self.timestamp)
+        except ValueError:
+            return None
+
+
+class LogList(ApiResponse):
+    logs: list[LogV1]

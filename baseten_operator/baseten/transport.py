@@ -14,10 +14,10 @@ reading and every retry (deadlines.py cuts a server that answers too slowly). Ev
 write first passes the write fence, and every wait is the fence's, so losing the
 Lease or shutting down interrupts it.
 
-Requests go through one `requests` Session per client (connections.py): its pool of
-kept-alive connections, proxy, TLS trust and URL are settled once per client, not on
-every call. urllib3's own Retry only repeats a GET on a kept-alive connection that broke
-before any answer; everything above is decided here.
+Requests go through one `requests` transport adapter per client (connections.py,
+`HTTPAdapter.send`, no `Session`): its pool of kept-alive connections, proxy, TLS trust and
+URL are settled once per client, not on every call. urllib3's own Retry only repeats a GET
+on a kept-alive connection that broke before any answer; everything above is decided here.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import json
 import logging
 import random
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from typing import Any, TypeVar
@@ -71,6 +71,8 @@ _AUTH_HEADER_VALUE = re.compile(
 )
 
 T = TypeVar("T", bound=BaseModel)
+# A query as pairs when a parameter repeats (`metrics=a&metrics=b`).
+Query = Mapping[str, str] | Sequence[tuple[str, str]]
 
 
 @dataclass(frozen=True)
@@ -244,7 +246,7 @@ class Transport:
         path: Mapping[str, str],
         model: type[T],
         *,
-        query: Mapping[str, str] | None = None,
+        query: Query | None = None,
         body: Mapping[str, Any] | None = None,
         conceal: SecretStr | None = None,
     ) -> T:
@@ -269,7 +271,7 @@ class Transport:
         self,
         endpoint: Endpoint,
         path: Mapping[str, str],
-        query: Mapping[str, str] | None,
+        query: Query | None,
         body: Mapping[str, Any] | None,
         conceal: SecretStr | None = None,
     ) -> requests.Response:

@@ -1,16 +1,16 @@
-"""The BasetenModel reconciler: docs/contract.md in code, one module per section or concern.
+"""The operator's two controllers, one package per kind, and what they share.
 
-`setup.build_controller` / `setup_with_manager` wire it on a `runtime` Manager;
-`reconciler.BasetenModelReconciler` runs one pass; `ports` declares the Protocols of what a
-pass talks to (Kubernetes, Baseten, the pusher, the recorder, the caches); `context` holds
-what a pass works with (`Pass`, whose methods are how a step changes the status);
-`endings` how a pass ends; `timing` every delay; `messages` every status and event text;
-`status` the status writes of a pass. The other modules are the contract's
-steps (`model_id`, `environment`, `source`, `promotion`, `retries`, `truss_source`,
-`push_preflight`, `observe`, `deletion`, `orphans`) and its metrics (`telemetry`).
+- `basetenmodel`: the BasetenModel controller (docs/contract.md sections 1 to 12).
+- `basetensecret`: the BasetenSecret controller (docs/contract.md section 13).
+- `shared`: what both are built from: the Protocols of what a pass talks to, a pass over
+  one object, status writing and conditions, the spec parser, how a pass ends, finalizers,
+  the one-owner rule, namespace policy and tenancy, every delay, the texts both say.
+
+Neither kind imports the other; both import `shared`, which imports neither (import-linter
+contracts, pyproject.toml). `main.py` wires them on one Manager; `plan` replays their passes.
 
 Uses `api`, `baseten`, `truss` and `runtime`. Must not import: `sim`, `sandbox`, `cli`,
 `main`, nor `truss` the PyPI package (pushes go through `truss.pusher`).
 """
 
-__all__ = ["setup", "timing"]
+__all__ = ["basetenmodel", "basetensecret", "shared"]

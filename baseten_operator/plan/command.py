@@ -10,7 +10,7 @@ from typing import Any
 
 from baseten_operator.baseten.client import API_KEY_ENV
 from baseten_operator.baseten.errors import ConfigError
-from baseten_operator.controller.timing import Timing
+from baseten_operator.controller.shared.timing import Timing
 from baseten_operator.main import operator_identity, operator_namespace
 from baseten_operator.plan.inputs import (
     ConfigMaps,
@@ -114,7 +114,7 @@ def run_plan(args: argparse.Namespace, clock: Clock | None = None) -> int:
         plans = planner.plan(inputs.models, destroy=args.destroy)
         secret_plans = SecretPlanner(
             planner.baseten,
-            planner.secret_rules(),
+            planner.rules(),
             PlanSecrets(inputs.secrets, kube),
             planner.clock,
             os.environ[API_KEY_ENV].strip(),  # the client above checked it is set

@@ -31,19 +31,20 @@ from baseten_operator.api.types import BasetenModelSpec, to_wire
 from baseten_operator.baseten.errors import BasetenAPIError
 from baseten_operator.baseten.pool import BasetenClientPool, MakeClient
 from baseten_operator.baseten.settings import detect_drift
-from baseten_operator.controller import messages
-from baseten_operator.controller.admission import with_namespace_client
-from baseten_operator.controller.context import Dependencies, Pass
-from baseten_operator.controller.deletion import has_finalizer
-from baseten_operator.controller.endings import PassEnded, ReconcileError
-from baseten_operator.controller.model_id import resolve_model_id
-from baseten_operator.controller.orphans import OrphanVerdict, review_model_orphans
-from baseten_operator.controller.ownership import claim_index
-from baseten_operator.controller.reconciler import BasetenModelReconciler, parse_spec
-from baseten_operator.controller.setup import model_name_index
-from baseten_operator.controller.status import StatusWriter, parse_status
-from baseten_operator.controller.tenancy import Tenancy
-from baseten_operator.controller.timing import Timing
+from baseten_operator.controller.basetenmodel import messages
+from baseten_operator.controller.basetenmodel.admission import with_namespace_client
+from baseten_operator.controller.basetenmodel.context import Dependencies, Pass
+from baseten_operator.controller.basetenmodel.model_id import resolve_model_id
+from baseten_operator.controller.basetenmodel.orphans import OrphanVerdict, review_model_orphans
+from baseten_operator.controller.basetenmodel.ownership import claim_index
+from baseten_operator.controller.basetenmodel.reconciler import BasetenModelReconciler
+from baseten_operator.controller.basetenmodel.setup import model_name_index
+from baseten_operator.controller.basetenmodel.status import StatusWriter, parse_status
+from baseten_operator.controller.shared.endings import PassEnded, ReconcileError
+from baseten_operator.controller.shared.finalizers import has_finalizer
+from baseten_operator.controller.shared.specs import parse_spec
+from baseten_operator.controller.shared.tenancy import Tenancy
+from baseten_operator.controller.shared.timing import Timing
 from baseten_operator.plan.actions import Action, DeleteModel, UpdateEnvironment
 from baseten_operator.plan.inputs import ConfigMaps
 from baseten_operator.plan.tenancy import TenancyView
@@ -115,7 +116,7 @@ class _World:
     def get(self, namespace: str | None, name: str) -> dict[str, Any] | None:
         return self._objects.get((namespace or "", name))
 
-    # The operator's two indexes (controller/setup.py), over every object.
+    # The operator's two indexes (controller/basetenmodel/setup.py), over every object.
 
     def siblings(self, model_name: str) -> list[dict[str, Any]]:
         return [o for o in self._objects.values() if model_name in model_name_index(o)]
@@ -136,6 +137,7 @@ class Planner:
     rng: Callable[[], float] = random.random
     tenancy: TenancyView = field(default_factory=TenancyView.unknown)
     namespace_client: MakeClient | None = None
+    _rules: Tenancy | None = field(default=None, init=False, repr=False)
 
     def plan(self, objects: list[dict[str, Any]], *, destroy: bool = False) -> list[ModelPlan]:
         """One plan per object, in order. `destroy`: plan their deletion instead."""
@@ -147,25 +149,22 @@ class Planner:
             for status in [obj.get("status") or {}]
             if status.get("trussPushStatus") == TRUSS_PUSHING
         }
-        rules = self._rules(world)
-        return [self._plan_one(obj, world, rules, running) for obj in prepared]
+        return [self._plan_one(obj, world, running) for obj in prepared]
 
-    def _rules(self, world: _World) -> Tenancy:
-        """The run's tenancy rules over what the plan knows; every client they hand a pass
-        (a namespace's key, a team's view of it) records into the plan's one ledger."""
-        view = self.tenancy
-        return Tenancy(
-            namespaces=view.namespaces,
-            secrets=view.secrets,
-            pool=BasetenClientPool(self.baseten, self._recording_client),
-            claimants=world.claimants,
-            operator_namespace=view.operator_namespace,
-            require_policy=view.require_policy,
-        )
-
-    def secret_rules(self) -> Tenancy:
-        """The same rules for BasetenSecrets' passes, which claim no environment."""
-        return self._rules(_World([], []))
+    def rules(self) -> Tenancy:
+        """The run's tenancy rules over what the plan knows, for both kinds' passes; every
+        client they hand a pass (a namespace's key, a team's view of it) records into the
+        plan's one ledger."""
+        if self._rules is None:
+            view = self.tenancy
+            self._rules = Tenancy(
+                namespaces=view.namespaces,
+                secrets=view.secrets,
+                pool=BasetenClientPool(self.baseten, self._recording_client),
+                operator_namespace=view.operator_namespace,
+                require_policy=view.require_policy,
+            )
+        return self._rules
 
     def _recording_client(self, api_key: str) -> RecordingBaseten:
         if self.namespace_client is None:
@@ -177,7 +176,7 @@ class Planner:
         meta.setdefault("resourceVersion", "0")
         # A CR not created yet will be the youngest claimant of its environment.
         meta.setdefault("creationTimestamp", rfc3339(self.clock))
-        spec, _ = parse_spec(obj)
+        spec, _ = parse_spec(BasetenModelSpec, obj)
         if destroy:
             meta["deletionTimestamp"] = rfc3339(self.clock)
         deleting = bool(meta.get("deletionTimestamp"))
@@ -195,7 +194,6 @@ class Planner:
         kube: MemoryKube,
         events: RecordedEvents,
         world: _World,
-        rules: Tenancy,
         running: set[str],
     ) -> Dependencies:
         return Dependencies(
@@ -207,17 +205,16 @@ class Planner:
             models=world,
             configmaps=self.configmaps,
             siblings=world.siblings,
+            claimants=world.claimants,
             pusher=RecordingPusher(self.baseten.ledger, running),
             random=self.rng,
-            tenancy=rules,
+            tenancy=self.rules(),
         )
 
-    def _plan_one(
-        self, obj: dict[str, Any], world: _World, rules: Tenancy, running: set[str]
-    ) -> ModelPlan:
+    def _plan_one(self, obj: dict[str, Any], world: _World, running: set[str]) -> ModelPlan:
         meta = obj["metadata"]
         raw_spec = obj.get("spec") or {}
-        spec, _ = parse_spec(obj)
+        spec, _ = parse_spec(BasetenModelSpec, obj)
         result = ModelPlan(
             namespace=meta["namespace"],
             name=meta["name"],
@@ -227,7 +224,7 @@ class Planner:
         )
         kube = MemoryKube()
         events = RecordedEvents()
-        deps = self._deps(kube, events, world, rules, running)
+        deps = self._deps(kube, events, world, running)
         recording = self.baseten.ledger.start_pass()
         if spec is not None and meta.get("deletionTimestamp"):
             self._resolve_for_deletion(obj, spec, deps)

@@ -18,18 +18,18 @@ from typing import Any
 
 from baseten_operator.api.constants import FINALIZER, Mode
 from baseten_operator.api.secret_types import BasetenSecretSpec
-from baseten_operator.controller.deletion import has_finalizer
-from baseten_operator.controller.endings import ReconcileError
-from baseten_operator.controller.reconciler import parse_spec_as
-from baseten_operator.controller.secret_context import OperatorIdentity, SecretDependencies
-from baseten_operator.controller.secret_fingerprint import fingerprint_key
-from baseten_operator.controller.secret_ownership import secret_claim_index
-from baseten_operator.controller.secret_reconciler import BasetenSecretReconciler
-from baseten_operator.controller.secret_setup import model_secrets_index
-from baseten_operator.controller.secret_status import parse_secret_status
-from baseten_operator.controller.secret_telemetry import LastSyncAges
-from baseten_operator.controller.tenancy import Tenancy
-from baseten_operator.controller.timing import Timing
+from baseten_operator.controller.basetensecret.context import OperatorIdentity, SecretDependencies
+from baseten_operator.controller.basetensecret.fingerprint import fingerprint_key
+from baseten_operator.controller.basetensecret.ownership import secret_claim_index
+from baseten_operator.controller.basetensecret.reconciler import BasetenSecretReconciler
+from baseten_operator.controller.basetensecret.setup import model_secrets_index
+from baseten_operator.controller.basetensecret.status import parse_secret_status
+from baseten_operator.controller.basetensecret.telemetry import LastSyncAges
+from baseten_operator.controller.shared.endings import ReconcileError
+from baseten_operator.controller.shared.finalizers import has_finalizer
+from baseten_operator.controller.shared.specs import parse_spec
+from baseten_operator.controller.shared.tenancy import Tenancy
+from baseten_operator.controller.shared.timing import Timing
 from baseten_operator.plan.actions import Action
 from baseten_operator.plan.planner import namespace_unknown
 from baseten_operator.plan.world import (
@@ -142,7 +142,7 @@ class SecretPlanner:
         meta.setdefault("creationTimestamp", rfc3339(self.clock))
         if destroy:
             meta["deletionTimestamp"] = rfc3339(self.clock)
-        spec, _ = parse_spec_as(BasetenSecretSpec, obj)
+        spec, _ = parse_spec(BasetenSecretSpec, obj)
         if spec is not None and spec.mode == Mode.RECONCILE and not has_finalizer(obj):
             # The next real pass only adds the finalizer; the plan shows the pass after it.
             meta["finalizers"] = [*(meta.get("finalizers") or []), FINALIZER]
@@ -156,7 +156,7 @@ class SecretPlanner:
     ) -> SecretPlan:
         meta = obj["metadata"]
         raw_spec = obj.get("spec") or {}
-        spec, _ = parse_spec_as(BasetenSecretSpec, obj)
+        spec, _ = parse_spec(BasetenSecretSpec, obj)
         result = SecretPlan(
             namespace=meta["namespace"],
             name=meta["name"],

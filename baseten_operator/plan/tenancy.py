@@ -1,8 +1,8 @@
 """What a plan knows of the tenancy around the planned BasetenModels.
 
-The pass applies the run's tenancy rules (controller/tenancy.py, admission.py,
-ownership.py) to what the plan can read, exactly as the operator applies them to its
-informers' caches:
+The pass applies the run's tenancy rules (controller/shared/tenancy.py, and the
+BasetenModel's admission.py and ownership.py) to what the plan can read, exactly as the
+operator applies them to its informers' caches:
 
 - with the cluster (`--cluster`): every Namespace's policy annotations, the API key
   Secrets they name in the operator's namespace, and every live BasetenModel in every
@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from baseten_operator.api.constants import BASETENMODELS, BASETENSECRETS
-from baseten_operator.controller.ports import ObjectCache
+from baseten_operator.controller.shared.ports import ObjectCache
 from baseten_operator.plan.inputs import ClusterObjects
 from baseten_operator.runtime.errors import NotFound
 from baseten_operator.runtime.resource import NAMESPACES, SECRETS

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 from baseten_operator.api.constants import BASETENMODELS, BASETENSECRETS
 from baseten_operator.baseten.metrics import BASETEN_API_REQUESTS
-from baseten_operator.controller.timing import Timing
+from baseten_operator.controller.shared.timing import Timing
 from baseten_operator.runtime.errors import NotFound
 from baseten_operator.runtime.resource import SECRETS
 from baseten_operator.sandbox.cluster import SAMPLES_NAMESPACE
@@ -293,7 +293,7 @@ class Tour:
         )
         audit_mark = len(self.sim.audit_log())
         self._ui_drift(self.llm_id, DRIFT_MIN_REPLICAS)
-        quiet = self.timing.steady * (1 + self.timing.steady_jitter) * QUIET_PERIODS
+        quiet = self.timing.steady * (1 + self.timing.steady_earliest) * QUIET_PERIODS
         self._say(f"watching {quiet:.1f}s (longer than an operator pass): the drift must stay")
         if self.stop.wait(quiet):
             raise Interrupted("pause window")

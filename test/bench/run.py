@@ -9,7 +9,9 @@ against kopf (its README has the method):
    (not counted; "start to first CR Ready" is from the operator's start to that moment);
 2. convergence: N CRs created from 16 threads, each asking to promote the source, until all
    are Ready at once, then one settle period;
-3. a steady window (`--steady-periods` x 5 minutes, scaled): nothing changes;
+3. a steady window (`--steady-periods` x 5 minutes, scaled): nothing changes; with
+   `--restart` the operator is restarted first, so the window's first period shows how a
+   restart's passes (all at once) spread their next re-checks over the period;
 4. spec changes: `minReplicas` 1 -> 2 on M CRs at `--change-rate` a second, each timed to
    the matching Baseten PATCH, then every CR Ready again at its new generation.
 CPU and peak RSS come from /proc; Baseten calls from the simulator's request log; Kubernetes
@@ -315,6 +317,19 @@ class Bench:
         )
         self._lost = self.seen.lost_ready(t0, t_last + settle, self.measured)
 
+    def restart(self) -> None:
+        """A new operator process, then its first passes: one read of Baseten per CR, all
+        at once, the burst a restart (or a failover) makes. The steady window starts once
+        they are done."""
+        t0 = time.time()
+        self.stack.restart_operator(self.args.operator_arg or [])
+        n = len(self.names)
+        if not self.seen.wait_for(
+            lambda: self.baseten_calls(t0, time.time()) >= n, self.args.ready_timeout, self.stack
+        ):
+            raise StackError("the restarted operator never passed every CR")
+        self.figures["restart to every CR passed"] = time.time() - t0
+
     def steady(self) -> None:
         cpu0, t0 = self.cpu(), time.time()
         end = t0 + self.args.steady_periods * self.period
@@ -398,6 +413,8 @@ class Bench:
             self.setup()
             self.warmup()
             self.converge()
+            if self.args.restart:
+                self.restart()
             self.steady()
             self.spec_changes()
             finished = True
@@ -443,6 +460,7 @@ ROWS = [
     ("emulator CPU to Ready", "s"),
     ("steady Baseten calls/CR/period", ""),
     # Not a side-by-side row: how evenly the steady re-checks spread (10% is even).
+    ("restart to every CR passed", "s"),
     ("steady reads in busiest tenth of period", "%"),
     ("steady K8s writes/CR/period", ""),
     ("steady operator CPU/period", "s"),
@@ -481,6 +499,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--change-rate", type=float, default=100.0, help="spec patches a second")
     parser.add_argument(
         "--steady-periods", type=float, default=2.0, help="steady window, in 5-minute periods"
+    )
+    parser.add_argument(
+        "--restart",
+        action="store_true",
+        help="restart the operator before the steady window (its first period then shows "
+        "how a restart's passes spread over the period)",
     )
     parser.add_argument("--ready-timeout", type=float, default=600.0)
     parser.add_argument(

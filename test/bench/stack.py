@@ -170,6 +170,12 @@ class Stack:
         operator = self._start("operator", command, env)
         self._wait(lambda: _ok(f"http://127.0.0.1:{health}/readyz"), operator, "/readyz")
 
+    def restart_operator(self, extra_args: list[str]) -> None:
+        """A new operator process (a rollout, a crash, a failover): the old one stops
+        cleanly, the new one lists every CR and passes them all at once."""
+        self.processes["operator"].stop()
+        self.start_operator(extra_args)
+
     def _wait(self, probe: Any, process: Process, what: str, timeout: float = 60.0) -> None:
         deadline = time.monotonic() + timeout
         while not probe():

@@ -56,11 +56,11 @@ class Rollout:
         self.reported_active: set[str] = set()
 
     def ask_for(self, source: str) -> None:
-        spec = {
-            "modelName": self.name,
-            "sourceDeploymentName": source,
-            "environment": {"name": ENV},
-        }
+        self.ask_for_source({"sourceDeploymentName": source})
+
+    def ask_for_source(self, source: dict[str, Any]) -> None:
+        """The spec with `source`: a `sourceDeploymentName`, or a `trussConfig`."""
+        spec = {"modelName": self.name, "environment": {"name": ENV}, **source}
         self.stack.kubectl.apply(basetenmodel(self.name, self.namespace, spec))
 
     def wait(self, what: str, predicate: Any, timeout: float = 60) -> dict[str, Any]:
@@ -145,6 +145,47 @@ def test_a_forward_fix_cancels_then_promotes_the_fix_once(stack: Stack) -> None:
     ]
     assert "bad" not in rollout.serving | rollout.reported_active
     assert rollout.events()["PromotionCancelled"] == cancelled_event("fix")
+
+
+def test_a_forward_fix_waiting_to_be_pushed_cancels_the_bad_rollout_first(stack: Stack) -> None:
+    """The fix is a trussConfig naming a Baseten secret nobody has created yet: its push
+    waits, and the bad version must not ramp on meanwhile. One cancel, before any push."""
+    rollout = Rollout(stack, stack.new_namespace("e2e-fix-push"), ramp=1000)
+    rollout.bad_ramping_up()
+    pushes_before = truss_pushes(stack)
+
+    secret = unique_name("new-token").replace("-", "_")
+    truss = {
+        "resources": {"accelerator": "L4"},
+        "baseImage": {"image": "vllm/vllm-openai:v0.6.3"},
+        "secrets": {secret: ""},
+    }
+    rollout.ask_for_source({"trussConfig": truss})
+    rollout.wait(
+        "the fix waiting for its secret, the bad rollout stopped",
+        lambda s: s.get("message") == f"active: good | waiting for secrets: {secret}"
+        and not s.get("candidateDeploymentName"),
+        timeout=90,
+    )
+    env = stack.sim.environment(rollout.model_id, ENV)
+    assert env["candidate_deployment"] is None
+    assert env["current_deployment"]["name"] == "good"
+    assert promotion_calls(stack, rollout.model_id) == [
+        ("promote", rollout.bad["id"]),
+        ("cancel_promotion", None),
+    ]
+    assert truss_pushes(stack) == pushes_before  # nothing pushed: the secret is missing
+    assert rollout.serving == {"good"}
+    assert rollout.events()["PromotionCancelled"] == cancelled_event(
+        rollout.stack.kubectl.json("get", "bm", rollout.name, "-n", rollout.namespace)["status"][
+            "sourceDeploymentName"
+        ]
+    )
+
+
+def truss_pushes(stack: Stack) -> int:
+    """How many truss pushes the simulator answered, for any model."""
+    return sum(1 for entry in stack.sim.audit_log() if entry["endpoint"].startswith("graphql:"))
 
 
 def test_a_promotion_started_in_the_ui_is_left_alone(stack: Stack) -> None:

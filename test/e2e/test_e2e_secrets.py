@@ -258,3 +258,48 @@ def test_delete_never_removes_a_secret_a_model_names(stack: Stack) -> None:
         describe=lambda: f"BasetenSecret gone; status {bsec_status(kubectl, namespace, 'creds')}",
     )
     assert sim_secret(stack.sim, secret_name) is None
+
+
+def test_delete_never_removes_a_secret_in_a_team_it_never_wrote(stack: Stack) -> None:
+    """Synced in the organisation; `team` set afterwards (unset to set is allowed) while the
+    Secret is gone (no new write in the team); the CR deleted: the team's secret of that
+    name is someone else's, and the operator says why it deletes nothing."""
+    kubectl = stack.kubectl
+    namespace = stack.new_namespace("e2e-bsec-team")
+    bind_reader(kubectl, namespace)
+    team = unique_name("red")
+    stack.sim.control("create_team", name=team)
+    secret_name = unique_name("hf_token").replace("-", "_")
+    stack.sim.control("seed_secret", name=secret_name, value="someone-elses", team=team)
+    put_secret(kubectl, namespace, "creds", "ours")
+    basetensecret(kubectl, namespace, "creds", secret_name, "creds", deletionPolicy="Delete")
+    synced = wait_state(kubectl, namespace, "creds", "SYNCED")
+    assert synced["writtenName"] == secret_name and "writtenTeam" not in synced
+
+    kubectl.run("delete", "secret", "creds", "-n", namespace)
+    wait_state(kubectl, namespace, "creds", "WAITING_FOR_SECRET")
+    kubectl.run(
+        "patch", "bsec", "creds", "-n", namespace, "--type=merge",
+        "-p", json.dumps({"spec": {"team": team}}),
+    )  # fmt: skip
+    wait_for(
+        lambda: bsec_status(kubectl, namespace, "creds").get("observedGeneration") == 2 or None,
+        timeout=30,
+        describe=lambda: f"the team change seen: {bsec_status(kubectl, namespace, 'creds')}",
+    )
+    kubectl.run("delete", "bsec", "creds", "-n", namespace, "--wait=false")
+    wait_for(
+        lambda: kubectl.get_or_none("basetensecret", "creds", namespace) is None or None,
+        timeout=30,
+        describe=lambda: f"BasetenSecret gone; status {bsec_status(kubectl, namespace, 'creds')}",
+    )
+    held = {(s["team"], s["name"]): s["value_sha256"] for s in stack.sim.control("secrets")}
+    assert held[(team, secret_name)] == sha256("someone-elses")
+    assert sha256("ours") in held.values()  # its own, in the organisation, retained too
+    stack.wait_event(
+        namespace,
+        "creds",
+        "SecretDeleteBlocked",
+        contains=f"Not deleting Baseten secret {secret_name} in team {team}: this "
+        f"BasetenSecret last wrote its value to Baseten secret {secret_name} in the organisation",
+    )

@@ -26,7 +26,7 @@ from baseten_operator.api.constants import BASETENMODELS, BASETENSECRETS
 from baseten_operator.api.crds import all_crds
 from baseten_operator.baseten.client import API_KEY_ENV, BasetenClient
 from baseten_operator.config import OperatorOptions
-from baseten_operator.controller.setup import CONTROLLER_NAME
+from baseten_operator.controller.basetenmodel.setup import CONTROLLER_NAME
 from baseten_operator.main import build_operator
 from baseten_operator.runtime import metrics
 from baseten_operator.runtime.client import KubeClient

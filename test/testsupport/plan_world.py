@@ -32,12 +32,12 @@ from baseten_operator.api.crds import all_crds
 from baseten_operator.baseten.client import API_KEY_ENV, BASE_URL_ENV, BasetenClient
 from baseten_operator.baseten.pool import BasetenClientPool
 from baseten_operator.cli import build_parser
-from baseten_operator.controller.context import Dependencies
-from baseten_operator.controller.endings import ReconcileError
-from baseten_operator.controller.ownership import claim_index
-from baseten_operator.controller.reconciler import BasetenModelReconciler
-from baseten_operator.controller.tenancy import Tenancy
-from baseten_operator.controller.timing import Timing
+from baseten_operator.controller.basetenmodel.context import Dependencies
+from baseten_operator.controller.basetenmodel.ownership import claim_index
+from baseten_operator.controller.basetenmodel.reconciler import BasetenModelReconciler
+from baseten_operator.controller.shared.endings import ReconcileError
+from baseten_operator.controller.shared.tenancy import Tenancy
+from baseten_operator.controller.shared.timing import Timing
 from baseten_operator.main import client_factory, remote_url
 from baseten_operator.plan.command import run_plan
 from baseten_operator.plan.render import SCHEMA_PATH
@@ -253,7 +253,6 @@ class PlanWorld:
             namespaces=_LiveCache(self.kube, NAMESPACES),
             secrets=_LiveCache(self.kube, SECRETS),
             pool=BasetenClientPool(baseten, client_factory(self.sim.api_url)),
-            claimants=lambda claim: [o for o in self._every_model() if claim in claim_index(o)],
             operator_namespace=OPERATOR_NAMESPACE,
         )
         deps = Dependencies(
@@ -265,6 +264,7 @@ class PlanWorld:
             models=_LiveCache(self.kube, BASETENMODELS),
             configmaps=_LiveCache(self.kube, CONFIGMAPS),
             siblings=siblings,
+            claimants=lambda claim: [o for o in self._every_model() if claim in claim_index(o)],
             pusher=self.pusher,
             tenancy=tenancy,
         )

@@ -13,9 +13,23 @@ names: list_teams, list_team_models, list_models, get_model, delete_model,
 list_deployments, get_deployment, delete_deployment, activate, deactivate, retry,
 update_deployment_autoscaling,
 list_environments, create_environment, get_environment, update_environment,
-delete_environment, promote, list_secrets, upsert_secret, delete_secret,
+delete_environment, promote, cancel_promotion, pause_promotion, resume_promotion,
+force_cancel_promotion, force_roll_forward_promotion, get_deployment_metrics,
+get_deployment_logs, list_audit_logs, list_secrets, upsert_secret, delete_secret,
 list_team_secrets, upsert_team_secret, delete_team_secret, graphql,
-graphql:<root field>, s3, or * for any.
+graphql:<root field>, s3, metrics_export (the Prometheus export), or * for any.
+
+Observability (docs/baseten-api.md): `set_traffic_profile(deployment_id,
+requests_per_second, share_5xx=0, share_4xx=0, latency_ms=None)` gives a deployment the
+inference traffic it would get with all of its environment's traffic; it gets its share over
+time (stable, promoting, none), which the metrics endpoint and Baseten's Prometheus export
+(`GET /metrics`, with the API key) report. Every change the simulator applies is in the
+model's Baseten audit log (`GET /v1/models/{id}/audit_logs`) with the caller: an API key's
+prefix and name, or a UI user's email for `ui_update_environment`,
+`ui_update_deployment_autoscaling`, `ui_promote` and `ui_signal_promotion` (each takes
+`email`). Deployments log their build and deploy (an ERROR line saying why one failed:
+`fail_deployment(..., reason=)`); `inject_log(deployment_id, message, level, replica)`
+adds a line.
 
 Autoscaling schedules (docs/baseten-api.md): `seed_environment(..., autoscaling_schedule_settings=)`
 and `ui_update_environment(model_id, env, autoscaling_schedule_settings=)` take what an
@@ -38,7 +52,10 @@ Modules: `simulator.py` (`BasetenSimulator`: one port, its control methods) serv
 engine with `payloads.py`'s request bodies, `graphql.py` and `s3.py` speak the truss push
 protocol, `control_api.py` is `/_sim/`. `engine.py` (`SimEngine`: the API's operations)
 works on `account.py` (records, lookups, rendering through `views.py`), with `lifecycle.py`
-moving deployments and promotions along the `timeline.py`, `autoscaling_schedules.py`
+moving deployments and promotions along the `timeline.py` (`rollout.py`: a promotion's
+traffic, step by step), `traffic.py` the traffic each deployment gets over time (read by
+`deployment_metrics.py` and `prometheus_export.py`), `audit_trail.py` and `audit_logs.py`
+Baseten's audit log, `deployment_logs.py` a deployment's logs, `autoscaling_schedules.py`
 editing environments' schedules and telling which one is in force, `team_secrets.py` keeping
 the teams' secrets, and `controls.py` acting for the test (seeding, and what Baseten or its
 UI would do).

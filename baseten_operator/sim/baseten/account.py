@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 import string
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -33,6 +33,13 @@ from baseten_operator.sim.baseten.records import (
     Team,
 )
 from baseten_operator.sim.baseten.timeline import Timeline
+from baseten_operator.sim.baseten.traffic import (
+    PROMOTING,
+    STABLE,
+    DeploymentState,
+    Serving,
+    TrafficLog,
+)
 
 _ID_ALPHABET = string.ascii_lowercase + string.digits
 
@@ -45,6 +52,9 @@ class Account:
         self.clock = clock
         self.time_scale = time_scale
         self.timeline = Timeline()
+        self.traffic = TrafficLog()
+        # Models looked up or acted on since their traffic was last recorded.
+        self._involved: set[str] = set()
         self._ids = random.Random()
         self.models: dict[str, Model] = {}
         self.deployments: dict[str, Deployment] = {}
@@ -60,12 +70,54 @@ class Account:
     # ----------------------------------------------------------------- time
 
     @contextmanager
-    def session(self) -> Iterator[float]:
-        """Hold the lock with every event due by now applied; yields now."""
+    def session(self, *, writes: bool = True) -> Iterator[float]:
+        """Hold the lock with every event due by now applied; yields now. What the
+        deployments of the models involved serve is recorded after each event and, unless
+        the caller only reads (`writes` False), at the end."""
         with self.lock:
             now = self.clock.now()
-            self.timeline.run_due(now)
-            yield now
+            self.timeline.run_due(now, self._observe)
+            try:
+                yield now
+            finally:
+                if writes:
+                    self._observe(now)
+
+    def later(self, model_id: str, due: float, action: Callable[[float], None]) -> None:
+        """Run `action` at `due` (simulated state changing by itself: a lifecycle step)."""
+
+        def run(at: float) -> None:
+            self._involved.add(model_id)
+            action(at)
+
+        self.timeline.at(due, run)
+
+    def _observe(self, at: float) -> None:
+        """Record each deployment's share of its environments' traffic, and its replicas,
+        for the models a lookup or an event involved since the last time (traffic.py):
+        going over every model on every change would make a large account quadratic."""
+        for model_id in self._involved:
+            model = self.models.get(model_id)
+            self.traffic.record(at, model_id, self._states(model) if model else {})
+        self._involved.clear()
+
+    def _states(self, model: Model) -> dict[str, DeploymentState]:
+        servings: dict[str, list[Serving]] = {}
+        for env in model.environments.values():
+            promotion = env.promotion
+            promoting = promotion.percent if promotion is not None else 0
+            current = env.current_deployment_id
+            if current is not None and promoting < 100:
+                stable = Serving(env.name, STABLE, (100 - promoting) / 100)
+                servings.setdefault(current, []).append(stable)
+            if promotion is not None and promoting > 0:
+                candidate = Serving(env.name, PROMOTING, promoting / 100)
+                servings.setdefault(promotion.candidate_id, []).append(candidate)
+        deployments = (self.deployments[d] for d in model.deployment_ids)
+        return {
+            dep.id: DeploymentState(tuple(servings.get(dep.id, ())), views.active_replicas(dep))
+            for dep in deployments
+        }
 
     def scaled(self, sim_seconds: float) -> float:
         """Simulated seconds in the clock's seconds (time_scale: 0.01 runs 100 times faster)."""
@@ -74,6 +126,8 @@ class Account:
     def reset(self) -> None:
         with self.lock:
             self.timeline.clear()
+            self.traffic.clear()
+            self._involved.clear()
             self.models.clear()
             self.deployments.clear()
             self.teams.clear()
@@ -98,6 +152,7 @@ class Account:
         model = self.models.get(model_id)
         if model is None:
             raise not_found(f"Model {model_id}")
+        self._involved.add(model_id)
         return model
 
     def deployment(self, model_id: str, deployment_id: str) -> Deployment:
@@ -112,6 +167,7 @@ class Account:
         dep = self.deployments.get(deployment_id)
         if dep is None:
             raise not_found(f"Deployment {deployment_id}")
+        self._involved.add(dep.model_id)
         return dep
 
     def environment(self, model_id: str, env_name: str) -> Environment:
@@ -164,6 +220,7 @@ class Account:
             raise bad_request(f"A model named {name!r} already exists" if name else "Empty name")
         model = Model(id=self.new_id(), name=name, created_at=now, team_id=team_id)
         self.models[model.id] = model
+        self._involved.add(model.id)
         return model
 
     def add_deployment(
@@ -234,7 +291,7 @@ class Account:
         in_progress = None
         if env.promotion is not None:
             candidate = self.deployments.get(env.promotion.candidate_id)
-            in_progress = views.promotion_view(env.promotion, now, self.time_scale)
+            in_progress = views.promotion_view(env.promotion)
         return views.environment_view(
             env,
             self.render_deployment(current) if current else None,

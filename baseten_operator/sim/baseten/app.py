@@ -9,10 +9,13 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
 
+from prometheus_client import CONTENT_TYPE_LATEST
+
 from baseten_operator.runtime.clock import Clock
 from baseten_operator.sim.baseten import rest
 from baseten_operator.sim.baseten.access import check_route
 from baseten_operator.sim.baseten.audit import AuditLog, RequestLog
+from baseten_operator.sim.baseten.audit_trail import acting_as, api_key_actor
 from baseten_operator.sim.baseten.engine import SimEngine
 from baseten_operator.sim.baseten.errors import SimError
 from baseten_operator.sim.baseten.faults import Fault, FaultInjector, omit_members
@@ -28,6 +31,9 @@ from baseten_operator.sim.baseten.ratelimit import RateLimiter
 from baseten_operator.sim.baseten.s3 import S3Store
 
 RATE_LIMIT_MESSAGE = "Rate limit exceeded. Please try again later."
+# Baseten's Prometheus export (app.baseten.co/metrics), and its name for faults.
+METRICS_PATH = "/metrics"
+METRICS_EXPORT = "metrics_export"
 CONTROL_PREFIX = "/_sim/"
 GRAPHQL_PATHS = ("/graphql", "/graphql/")
 # Push arguments left out of the audit log: encoded blobs nobody reads there.
@@ -87,6 +93,8 @@ class SimApp:
             return self._handle_graphql(request)
         if request.path == "/v1" or request.path.startswith("/v1/"):
             return self._handle_rest(request)
+        if request.path == METRICS_PATH and request.method == "GET":
+            return self._handle_metrics_export(request)
         if request.method in ("PUT", "POST", "DELETE") and request.path.count("/") >= 2:
             return self._with_fault(request, ["s3"], lambda: self._handle_s3(request))
         return error_response(SimError(404, "NOT_FOUND", f"No route for {request.path}"))
@@ -176,7 +184,8 @@ class SimApp:
         try:
             body = request.json()
             check_route(self._engine, caller, match.params, request.method)
-            result = rest.call(self._engine, match, request.query, body, caller.team_id)
+            with acting_as(api_key_actor(key, caller.label)):
+                result = rest.call(self._engine, match, request.query, body, caller.team_id)
             response = json_response(200, result)
         except ValueError:
             response = error_response(SimError(400, "BAD_REQUEST", "Request body is not JSON"))
@@ -187,13 +196,29 @@ class SimApp:
             self._audit_entry(request, audited, response.status, endpoint, caller)
         return response
 
+    # ----------------------------------------------------------------- metrics export
+
+    def _handle_metrics_export(self, request: Request) -> Response | None:
+        """Baseten's Prometheus scrape endpoint, with the API key (`Api-Key` or `Bearer`).
+        Its rate limit (6 a minute per organisation) is not played: tests scrape fast."""
+        authenticated = self._authenticated_key(request)
+        if authenticated is None:
+            return error_response(SimError(401, "UNAUTHENTICATED", "Invalid or missing API key"))
+        _, caller = authenticated
+
+        def export() -> Response:
+            body = self._engine.metrics_export(caller.team_id)
+            return Response(200, body, {"Content-Type": CONTENT_TYPE_LATEST})
+
+        return self._with_fault(request, [METRICS_EXPORT], export)
+
     # ----------------------------------------------------------------- GraphQL
 
     def _handle_graphql(self, request: Request) -> Response | None:
         authenticated = self._authenticated_key(request)
         if authenticated is None:
             return error_response(SimError(401, "UNAUTHENTICATED", "Invalid or missing API key"))
-        _, caller = authenticated
+        key, caller = authenticated
         try:
             payload = request.json()
             if not isinstance(payload, dict) or not isinstance(payload.get("query"), str):
@@ -204,7 +229,8 @@ class SimApp:
             return json_response(400, {"data": None, "errors": [{"message": message}]})
 
         def execute() -> Response:
-            result = self._graphql.execute(field, caller)
+            with acting_as(api_key_actor(key, caller.label)):
+                result = self._graphql.execute(field, caller)
             if field.name in MUTATIONS:
                 args = {k: v for k, v in field.args.items() if k not in _BULKY_ARGS}
                 body = {"field": field.name, "args": args}

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from baseten_operator.sim.baseten import autoscaling_schedules
+from baseten_operator.sim.baseten import audit_trail, autoscaling_schedules
 from baseten_operator.sim.baseten.account import Account
 from baseten_operator.sim.baseten.autoscaling_schedules import ScheduleEdit
+from baseten_operator.sim.baseten.deployment_logs import check_level, default_failure
 from baseten_operator.sim.baseten.errors import SimError, bad_request
 from baseten_operator.sim.baseten.lifecycle import PUSH_STATUSES, Lifecycle
 from baseten_operator.sim.baseten.records import (
@@ -25,8 +26,10 @@ from baseten_operator.sim.baseten.records import (
     RETRYABLE_STATUSES,
     Environment,
     InstanceType,
+    LogLine,
     Promotion,
 )
+from baseten_operator.sim.baseten.traffic import TrafficProfile
 
 
 class Controls:
@@ -105,11 +108,16 @@ class Controls:
                 self._lifecycle.apply_autoscaling(current, env.autoscaling, now)
             return self._account.render_environment(env, now)
 
-    def fail_deployment(self, deployment_id: str, status: str = DEPLOY_FAILED) -> dict:
+    def fail_deployment(
+        self, deployment_id: str, status: str = DEPLOY_FAILED, reason: str | None = None
+    ) -> dict:
+        """The deployment fails now: its logs get an ERROR line saying why (`reason`, else
+        what that status usually means)."""
         if status not in DEPLOYMENT_STATUSES:
             raise bad_request(f"Unknown deployment status {status!r}")
         with self._account.session() as now:
             dep = self._account.any_deployment(deployment_id)
+            dep.failure = reason or default_failure(status)
             self._lifecycle.cancel_pending(dep)
             self._lifecycle.set_status(dep, status, now)
             return self._account.render_deployment(dep)
@@ -155,6 +163,13 @@ class Controls:
             dep = self._account.any_deployment(deployment_id)
             if dep.status not in (INACTIVE, DEACTIVATING):
                 self._lifecycle.deactivate(dep, now)
+                audit_trail.record_deployment_event(
+                    self._account,
+                    "MODEL_DEPLOYMENT_DEACTIVATED",
+                    dep,
+                    now,
+                    actor=audit_trail.SYSTEM,
+                )
             return self._account.render_deployment(dep)
 
     def deployment_failure(self, deployment_id: str) -> dict:
@@ -163,6 +178,47 @@ class Controls:
         with self._account.session():
             dep = self._account.any_deployment(deployment_id)
             return {"id": dep.id, "status": dep.status, "failure": dep.failure}
+
+    def set_traffic_profile(
+        self,
+        deployment_id: str,
+        requests_per_second: float,
+        share_5xx: float = 0.0,
+        share_4xx: float = 0.0,
+        latency_ms: dict[str, float] | None = None,
+    ) -> dict:
+        """From now on the deployment would get `requests_per_second` (simulated) with all of
+        its environment's traffic, that share of them answered 5xx and 4xx, with these
+        latency quantiles (traffic.py); it gets its share of that."""
+        profile = TrafficProfile.parse(requests_per_second, share_5xx, share_4xx, latency_ms)
+        with self._account.session() as now:
+            dep = self._account.any_deployment(deployment_id)
+            self._account.traffic.set_profile(dep.id, now, profile)
+            latency = profile.latency
+            return {
+                "deployment_id": dep.id,
+                "requests_per_second": profile.requests_per_second,
+                "share_5xx": profile.share_5xx,
+                "share_4xx": profile.share_4xx,
+                "latency_ms": {
+                    name: round(getattr(latency, name) * 1000, 6)
+                    for name in ("p50", "p90", "p95", "p99")
+                },
+            }
+
+    def inject_log(
+        self,
+        deployment_id: str,
+        message: str,
+        level: str | None = "ERROR",
+        replica: str | None = None,
+    ) -> dict:
+        """A line in the deployment's logs now (what its model code or build printed)."""
+        check_level(level)
+        with self._account.session() as now:
+            dep = self._account.any_deployment(deployment_id)
+            dep.log.append(LogLine(now, message, level, replica))
+            return {"deployment_id": dep.id, "lines": len(dep.log)}
 
     def uploaded_files(self, deployment_id: str) -> dict[str, str]:
         with self._account.session():

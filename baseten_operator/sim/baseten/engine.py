@@ -14,12 +14,22 @@ import threading
 from typing import Any
 
 from baseten_operator.runtime.clock import Clock, RealClock
-from baseten_operator.sim.baseten import autoscaling_schedules, settings, views
+from baseten_operator.sim.baseten import (
+    audit_trail,
+    autoscaling_schedules,
+    rollout,
+    settings,
+    views,
+)
 from baseten_operator.sim.baseten.account import Account
+from baseten_operator.sim.baseten.audit_logs import AuditQuery, audit_page
 from baseten_operator.sim.baseten.autoscaling_schedules import ScheduleEdit
 from baseten_operator.sim.baseten.controls import Controls
+from baseten_operator.sim.baseten.deployment_logs import LogsQuery, logs_answer
+from baseten_operator.sim.baseten.deployment_metrics import MetricsQuery, metrics_answer
 from baseten_operator.sim.baseten.errors import bad_request, conflict, not_found
 from baseten_operator.sim.baseten.lifecycle import Lifecycle, LifecycleDurations
+from baseten_operator.sim.baseten.prometheus_export import Exported, exposition
 from baseten_operator.sim.baseten.promotion_signals import PromotionSignals
 from baseten_operator.sim.baseten.records import (
     BUILDING,
@@ -73,7 +83,7 @@ class SimEngine:
 
     def advance_to_now(self) -> None:
         """Apply every lifecycle step due by the clock's now."""
-        with self.account.session():
+        with self.account.session(writes=False):
             pass
 
     tick = advance_to_now
@@ -89,7 +99,7 @@ class SimEngine:
 
     def list_teams(self, name: str | None = None, team_id: str | None = None) -> list[dict]:
         """Every team (or one by name); `team_id`: only that one (what a team key sees)."""
-        with self.account.session():
+        with self.account.session(writes=False):
             return [
                 views.team_view(t)
                 for t in self.account.teams.values()
@@ -97,18 +107,18 @@ class SimEngine:
             ]
 
     def team_of_model(self, model_id: str) -> str | None:
-        with self.account.session():
+        with self.account.session(writes=False):
             model = self.account.models.get(model_id)
             return model.team_id if model else None
 
     def has_team(self, team_id: str) -> bool:
-        with self.account.session():
+        with self.account.session(writes=False):
             return team_id in self.account.teams
 
     # ----------------------------------------------------------------- models
 
     def list_models(self, name: str | None = None, team_id: str | None = None) -> list[dict]:
-        with self.account.session():
+        with self.account.session(writes=False):
             if team_id is not None and team_id not in self.account.teams:
                 raise not_found(f"Team {team_id}")
             return [
@@ -118,7 +128,7 @@ class SimEngine:
             ]
 
     def get_model(self, model_id: str) -> dict:
-        with self.account.session():
+        with self.account.session(writes=False):
             return self.account.render_model(self.account.model(model_id))
 
     def create_model(self, name: str, team_id: str = DEFAULT_TEAM_ID) -> dict:
@@ -127,8 +137,16 @@ class SimEngine:
 
     def find_model_id(self, name: str) -> str | None:
         """The id of the first model named `name`, in any team (None if there is none)."""
-        with self.account.session():
+        with self.account.session(writes=False):
             return next((m.id for m in self.account.models.values() if m.name == name), None)
+
+    def deployment_logs(self, model_id: str, deployment_id: str, query: LogsQuery) -> dict:
+        with self.account.session(writes=False) as now:
+            return logs_answer(self.account.deployment(model_id, deployment_id), query, now)
+
+    def list_audit_logs(self, model_id: str, query: AuditQuery) -> dict:
+        with self.account.session(writes=False) as now:
+            return audit_page(self.account.model(model_id).audit_log, query, now)
 
     def delete_model(self, model_id: str) -> dict:
         with self.account.session():
@@ -141,7 +159,7 @@ class SimEngine:
     # ----------------------------------------------------------------- deployments
 
     def list_deployments(self, model_id: str, name: str | None = None) -> list[dict]:
-        with self.account.session():
+        with self.account.session(writes=False):
             model = self.account.model(model_id)
             deps = [self.account.deployments[d] for d in model.deployment_ids]
             return [
@@ -149,7 +167,7 @@ class SimEngine:
             ]
 
     def get_deployment(self, model_id: str, deployment_id: str) -> dict:
-        with self.account.session():
+        with self.account.session(writes=False):
             dep = self.account.deployment(model_id, deployment_id)
             return self.account.render_deployment(dep)
 
@@ -176,10 +194,19 @@ class SimEngine:
                 truss_config=truss_config,
             )
             self.lifecycle.push(dep, now)
+            self._audit_deployment(
+                "MODEL_DEPLOYED",
+                dep,
+                now,
+                scale_previous_to_zero=False,
+                trusted=False,
+                publish=False,
+                environment_name=None,
+            )
             return self.account.render_deployment(dep)
 
     def delete_deployment(self, model_id: str, deployment_id: str) -> dict:
-        with self.account.session():
+        with self.account.session() as now:
             dep = self.account.deployment(model_id, deployment_id)
             env = self.account.current_environment_of(dep)
             if env is not None:
@@ -189,6 +216,7 @@ class SimEngine:
                 )
             if self.account.promotions_of_candidate(dep):
                 raise bad_request(f"Deployment {dep.name} is being promoted")
+            self._audit_deployment("MODEL_DEPLOYMENT_DELETED", dep, now)
             del self.account.deployments[dep.id]
             self.account.models[model_id].deployment_ids.remove(dep.id)
             return {"id": dep.id, "deleted": True, "model_id": model_id}
@@ -200,6 +228,7 @@ class SimEngine:
                 raise bad_request(f"Deployment {dep.name} is {dep.status}; retry it instead")
             if dep.status in (INACTIVE, DEACTIVATING):
                 self.lifecycle.activate(dep, now)
+                self._audit_deployment("MODEL_DEPLOYMENT_ACTIVATED", dep, now)
             return {"success": True}
 
     def deactivate(self, model_id: str, deployment_id: str) -> dict:
@@ -207,6 +236,7 @@ class SimEngine:
             dep = self.account.deployment(model_id, deployment_id)
             if dep.status not in (INACTIVE, DEACTIVATING):
                 self.lifecycle.deactivate(dep, now)
+                self._audit_deployment("MODEL_DEPLOYMENT_DEACTIVATED", dep, now)
             return {"success": True}
 
     def retry(self, model_id: str, deployment_id: str) -> dict:
@@ -219,6 +249,7 @@ class SimEngine:
                     "deployment": self.account.render_deployment(dep),
                 }
             self.lifecycle.push(dep, now)
+            self._audit_deployment("MODEL_DEPLOYMENT_RETRIED", dep, now, retried=True)
             return {
                 "retried": True,
                 "reason": None,
@@ -231,8 +262,18 @@ class SimEngine:
         with self.account.session() as now:
             dep = self.account.deployment(model_id, deployment_id)
             settings.merged_autoscaling(dep.autoscaling, changes)
+            previous = audit_trail.autoscaling(dep.autoscaling)
             if not self.lifecycle.apply_autoscaling(dep, changes, now):
                 return {"status": "UNCHANGED", "message": "Autoscaling settings are unchanged"}
+            self._audit_deployment(
+                "MODEL_DEPLOYMENT_AUTOSCALING_SETTINGS_CHANGED",
+                dep,
+                now,
+                schedules=None,
+                **audit_trail.autoscaling(dep.autoscaling),
+                deployment_type=None,
+                previous_settings=previous,
+            )
             if not dep.deployed:
                 return {
                     "status": "QUEUED",
@@ -240,15 +281,45 @@ class SimEngine:
                 }
             return {"status": "ACCEPTED", "message": "Autoscaling settings updated"}
 
+    def _audit_deployment(self, event_type: str, dep: Deployment, at: float, **data: Any) -> None:
+        audit_trail.record_deployment_event(self.account, event_type, dep, at, **data)
+
+    def deployment_metrics(self, model_id: str, deployment_id: str, query: MetricsQuery) -> dict:
+        with self.account.session(writes=False) as now:
+            dep = self.account.deployment(model_id, deployment_id)
+            return metrics_answer(self.account.traffic, dep.id, query, now, self.account.time_scale)
+
+    def metrics_export(self, team_id: str | None = None) -> bytes:
+        """Baseten's Prometheus export of every deployment (a team key's: its team's)."""
+        with self.account.session(writes=False) as now:
+            exported = []
+            for model in self.account.models.values():
+                if team_id is not None and model.team_id != team_id:
+                    continue
+                for dep in (self.account.deployments[d] for d in model.deployment_ids):
+                    env = self.account.current_environment_of(dep) or next(
+                        iter(self.account.promotions_of_candidate(dep)), None
+                    )
+                    exported.append(
+                        Exported(
+                            model.id,
+                            model.name,
+                            dep.id,
+                            env.name if env else "",
+                            views.active_replicas(dep),
+                        )
+                    )
+            return exposition(self.account.traffic, exported, now, self.account.time_scale)
+
     # ----------------------------------------------------------------- environments
 
     def list_environments(self, model_id: str) -> list[dict]:
-        with self.account.session() as now:
+        with self.account.session(writes=False) as now:
             model = self.account.model(model_id)
             return [self.account.render_environment(e, now) for e in model.environments.values()]
 
     def get_environment(self, model_id: str, env_name: str) -> dict:
-        with self.account.session() as now:
+        with self.account.session(writes=False) as now:
             env = self.account.environment(model_id, env_name)
             return self.account.render_environment(env, now)
 
@@ -261,16 +332,26 @@ class SimEngine:
     ) -> dict:
         with self.account.session() as now:
             env = self.account.add_environment(model_id, name, now, autoscaling, promotion_settings)
+            model = self.account.models[model_id]
+            details = audit_trail.of_environment(model, env)
+            audit_trail.record(
+                self.account, model, "ENVIRONMENT_CREATED", details, now, environment=name
+            )
             return self.account.render_environment(env, now)
 
     def delete_environment(self, model_id: str, env_name: str) -> dict:
-        with self.account.session():
+        with self.account.session() as now:
             env = self.account.environment(model_id, env_name)
             if env.name == PRODUCTION:
                 raise bad_request("The production environment cannot be deleted")
             if env.promotion is not None:
                 raise conflict(f"A promotion is in progress for environment {env_name}")
-            del self.account.models[model_id].environments[env_name]
+            model = self.account.models[model_id]
+            del model.environments[env_name]
+            details = {"model_id": model_id, "model_name": model.name, "environment_name": env_name}
+            audit_trail.record(
+                self.account, model, "ENVIRONMENT_DELETED", details, now, environment=env_name
+            )
             return {"name": env_name, "model_id": model_id, "deleted": True}
 
     def update_environment(
@@ -302,9 +383,13 @@ class SimEngine:
             ):
                 return {"environment": view, "status": "UNCHANGED", "message": "No changes"}
 
+            actor = audit_trail.current_actor()  # the requester's, whenever it applies
+
             def apply(at: float) -> None:
                 if not account.env_is_live(env):
                     return
+                previous = audit_trail.environment_settings(env)
+                timezone_before, schedules_before = env.schedule_timezone, env.schedules
                 env.autoscaling = {**env.autoscaling, **(autoscaling or {})}
                 env.promotion_settings = settings.merged_promotion_settings(
                     env.promotion_settings, promotion_settings or {}
@@ -315,13 +400,33 @@ class SimEngine:
                 current = account.deployments.get(env.current_deployment_id or "")
                 if current is not None:
                     self.lifecycle.apply_autoscaling(current, autoscaling or {}, at)
+                model = account.models[model_id]
+                changes = None
+                if schedules is not None:
+                    changes = audit_trail.schedule_changes(
+                        schedules_before, env.schedules, timezone_before, env.schedule_timezone
+                    )
+                details = {
+                    **audit_trail.of_environment(model, env),
+                    "schedules": changes,
+                    "previous_settings": previous,
+                }
+                audit_trail.record(
+                    account,
+                    model,
+                    "ENVIRONMENT_UPDATED",
+                    details,
+                    at,
+                    actor=actor,
+                    environment=env.name,
+                )
 
             if immediately:
                 apply(now)
                 view = account.render_environment(env, now)
             else:
                 delay = account.scaled(self.lifecycle.durations.environment_update)
-                account.timeline.at(now + delay, apply)
+                account.later(model_id, now + delay, apply)
             return {"environment": view, "status": "ACCEPTED", "message": "Update accepted"}
 
     # ----------------------------------------------------------------- promotion
@@ -357,11 +462,21 @@ class SimEngine:
                 started_at=now,
                 candidate_is_copy=candidate is not dep,
                 rolling_deploy=bool(promotion_settings.get("rolling_deploy")),
-                ramp_up_seconds=(
-                    float(promotion_settings.get("ramp_up_duration_seconds") or 0)
-                    if promotion_settings.get("ramp_up_while_promoting")
-                    else None
-                ),
+                steps=rollout.steps_for(promotion_settings, self.lifecycle.durations.rolling_step),
+            )
+            details = {
+                **audit_trail.of_deployment(model, candidate),
+                "environment_name": env_name,
+                "environment_id": None,
+            }
+            audit_trail.record(
+                self.account,
+                model,
+                "MODEL_DEPLOYMENT_PROMOTED",
+                details,
+                now,
+                environment=env_name,
+                deployment_id=candidate.id,
             )
             if candidate.status in READY_STATUSES:
                 self.lifecycle.candidate_ready(env, now)

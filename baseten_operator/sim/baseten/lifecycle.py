@@ -2,8 +2,9 @@
 builds, deploys and loads (and fails to load, FAILED, when its truss config names a secret
 its model's team does not have); an activation deploys; a deactivation ends INACTIVE; a deployment
 allowed zero replicas scales to zero after its own scale_down_delay (no traffic reaches a
-simulated deployment) and wakes up when its minimum rises again; a promotion completes once
-its candidate is ready (after its ramp-up) and cleans up the deployment it replaced.
+simulated deployment) and wakes up when its minimum rises again; a promotion moves its
+traffic over once its candidate is ready (rollout.py), then completes and cleans up the
+deployment it replaced.
 
 Each step is an event on the account's timeline, due after its `LifecycleDurations` (in
 simulated seconds, times the time scale). A deployment's `generation` counts the lifecycle
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from baseten_operator.sim.baseten.account import Account
+from baseten_operator.sim.baseten.deployment_logs import log_status
 from baseten_operator.sim.baseten.records import (
     ACTIVE,
     BUILDING,
@@ -31,8 +33,8 @@ from baseten_operator.sim.baseten.records import (
     WAKING_UP,
     Deployment,
     Environment,
-    Promotion,
 )
+from baseten_operator.sim.baseten.rollout import Rollout
 from baseten_operator.sim.baseten.team_secrets import missing_secrets
 
 
@@ -47,6 +49,9 @@ class LifecycleDurations:
     wake_up: float = 5.0
     deactivate: float = 5.0
     promotion_settle: float = 2.0
+    # The least a rolling deploy's step lasts (its replicas coming up), whatever its
+    # stabilization time (rollout.py).
+    rolling_step: float = 2.0
     environment_update: float = 2.0
 
 
@@ -59,12 +64,15 @@ class Lifecycle:
     def __init__(self, account: Account, durations: LifecycleDurations) -> None:
         self._account = account
         self.durations = durations
+        self.rollout = Rollout(account, durations.promotion_settle, self.complete_promotion)
 
     # ----------------------------------------------------------------- deployments
 
     def set_status(self, dep: Deployment, status: str, at: float) -> None:
-        """A new status; a candidate that became ready (or failed) moves its promotions on."""
+        """A new status, in the deployment's logs too; a candidate that became ready (or
+        failed) moves its promotions on."""
         dep.status = status
+        log_status(dep, status, at)
         if status in READY_STATUSES:
             dep.deployed = True
             for env in self._account.promotions_of_candidate(dep):
@@ -146,7 +154,7 @@ class Lifecycle:
                 if self._account.is_live(dep, generation):
                     step(index + 1, due)
 
-            self._account.timeline.at(at + self._account.scaled(duration), next_step)
+            self._account.later(dep.model_id, at + self._account.scaled(duration), next_step)
 
         step(0, start)
 
@@ -173,59 +181,13 @@ class Lifecycle:
                 self.set_status(dep, SCALED_TO_ZERO, due)
 
         due = at + self._account.scaled(float(dep.autoscaling["scale_down_delay"]))
-        self._account.timeline.at(due, scale_down)
+        self._account.later(dep.model_id, due, scale_down)
 
     # ----------------------------------------------------------------- promotions
 
     def candidate_ready(self, env: Environment, at: float) -> None:
-        """The promoted deployment is up: the promotion completes after its ramp-up (unless
-        paused: resuming plans the completion then)."""
-        promotion = env.promotion
-        if promotion is None or promotion.ready_at is not None:
-            return
-        promotion.ready_at = at
-        if promotion.paused_at is None and promotion.cancelled_at is None:
-            self.plan_completion(env, promotion)
-
-    def plan_completion(self, env: Environment, promotion: Promotion) -> None:
-        """Complete `promotion` once its candidate has been ready for the ramp-up and the
-        settle time; a signal given meanwhile (its generation moved on) voids this."""
-        assert promotion.ready_at is not None
-        settle = (promotion.ramp_up_seconds or 0.0) + self.durations.promotion_settle
-        self._on_promotion(
-            env,
-            promotion,
-            promotion.ready_at + self._account.scaled(settle),
-            self.complete_promotion,
-        )
-
-    def plan_ramp_down_end(self, env: Environment, promotion: Promotion, at: float) -> None:
-        """A cancelled promotion whose traffic is back on the previous deployment ends: the
-        candidate is released, the previous deployment never stopped serving."""
-
-        def release(env: Environment, due: float) -> None:
-            env.promotion = None
-
-        self._on_promotion(env, promotion, at, release)
-
-    def _on_promotion(
-        self,
-        env: Environment,
-        promotion: Promotion,
-        due: float,
-        action: Callable[[Environment, float], None],
-    ) -> None:
-        generation = promotion.generation
-
-        def run(at: float) -> None:
-            if (
-                self._account.env_is_live(env)
-                and env.promotion is promotion
-                and promotion.generation == generation
-            ):
-                action(env, at)
-
-        self._account.timeline.at(due, run)
+        """The promoted deployment is up: its traffic starts moving over (rollout.py)."""
+        self.rollout.start(env, at)
 
     def complete_promotion(self, env: Environment, at: float) -> None:
         """The candidate serves the environment; the one it replaced is cleaned up as the

@@ -33,7 +33,8 @@ class AutoscalingUpdate(BaseModel):
     scale_down_delay: int | None = Field(default=None, ge=0, le=3600)
     concurrency_target: int | None = Field(default=None, ge=1)
     target_utilization_percentage: int | None = Field(default=None, ge=1, le=100)
-    target_in_flight_tokens: int | None = Field(default=None, ge=1)
+    # Baseten's spec gives the token target no bound: any integer is taken, as there.
+    target_in_flight_tokens: int | None = None
     max_scale_down_rate: int | None = Field(default=None, ge=1, le=50)
 
     def changes(self) -> dict[str, Any]:
@@ -94,7 +95,7 @@ class ScheduleAutoscalingSettings(BaseModel):
     scale_down_delay: int | None = Field(ge=0)
     concurrency_target: int | None = Field(ge=1)
     target_utilization_percentage: int | None = Field(ge=1, le=100)
-    target_in_flight_tokens: int | None = Field(ge=1)
+    target_in_flight_tokens: int | None  # no bound in Baseten's spec
     max_scale_down_rate: int | None = Field(ge=1, le=50)
 
     @model_validator(mode="after")

@@ -135,6 +135,16 @@ def _parse_memory_mib(text: str) -> int:
     return max(int(float(match.group(1)) * _MEMORY_FACTORS_MIB[match.group(2)]), 1024)
 
 
+@dataclass(frozen=True)
+class LogLine:
+    """A line of a deployment's logs (LogV1)."""
+
+    time: float
+    message: str
+    level: str | None  # DEBUG, INFO, WARNING, ERROR; None: no level detected
+    replica: str | None = None
+
+
 @dataclass
 class Deployment:
     id: str
@@ -151,8 +161,34 @@ class Deployment:
     truss_config: dict[str, Any] | None = None
     # Bumped whenever a new lifecycle step starts: events of older steps are then stale.
     generation: int = 0
-    # Why its last load failed (what Baseten's deployment logs would say), else None.
+    # Why it last failed (what its logs say: a load, or a failure the control API forced).
     failure: str | None = None
+    # Its build, deploy and serving log lines, in time order (deployment_logs.py).
+    log: list[LogLine] = field(default_factory=list)
+
+
+# The phases of a promotion in progress (InProgressPromotionStatusV1).
+RELEASING = "RELEASING"
+RAMPING_UP = "RAMPING_UP"
+RAMPING_DOWN = "RAMPING_DOWN"
+PAUSED = "PAUSED"
+
+
+@dataclass(frozen=True)
+class TrafficSteps:
+    """How a stepped promotion moves traffic to its candidate: `percent` more at each
+    step (the last one up to 100), each step held `seconds` (simulated) before the next."""
+
+    percent: int
+    seconds: float
+
+    @property
+    def count(self) -> int:
+        return -(-100 // self.percent)
+
+    def share(self, step: int) -> int:
+        """The candidate's percent of the traffic during `step` (1..count)."""
+        return min(100, self.percent * step)
 
 
 @dataclass
@@ -163,29 +199,29 @@ class Promotion:
     started_at: float
     candidate_is_copy: bool
     rolling_deploy: bool
-    ramp_up_seconds: float | None
+    # None: the candidate gets no traffic until the promotion completes (then all of it).
+    steps: TrafficSteps | None
     ready_at: float | None = None
-    # Paused (pause_promotion): the traffic share is frozen as it was then.
-    paused_at: float | None = None
-    # Cancelled while the candidate had traffic: from then on the share steps back down by
-    # RAMP_STAGE_PERCENT every `ramp_down_stage` sim seconds, from `cancelled_from`.
-    cancelled_at: float | None = None
-    cancelled_from: int = 0
-    ramp_down_stage: float = 0.0
-    # Bumped by every signal (pause, resume, cancel): a completion or ramp-down planned
-    # before it finds the promotion changed and does nothing.
+    phase: str = RELEASING
+    percent: int = 0
+    step: int = 0  # the step in progress (or frozen by a pause), 1..steps.count
+    # pause_promotion during a step: the promotion pauses when that step ends.
+    pause_pending: bool = False
+    # cancel_promotion while the candidate had traffic: it steps back down to zero.
+    cancelled: bool = False
+    # Bumped by every signal that changes the course (cancel): an event planned before it
+    # finds the promotion changed and does nothing.
     generation: int = 0
 
     @property
-    def rolling(self) -> bool:
-        """Traffic moves over in stages (a rolling deploy or a ramp-up): what Baseten's
+    def stepped(self) -> bool:
+        """Traffic moves over in steps (a rolling deploy or a ramp-up): what Baseten's
         pause, resume, force-cancel and force-roll-forward act on."""
-        return self.rolling_deploy or bool(self.ramp_up_seconds)
+        return self.steps is not None
 
 
-# A ramping promotion moves traffic in ten even stages, up and (cancelled) back down.
+# A ramping promotion (ramp_up_while_promoting) moves traffic in ten even stages.
 RAMP_STAGES = 10
-RAMP_STAGE_PERCENT = 100 // RAMP_STAGES
 
 
 DAILY = "DAILY"
@@ -272,6 +308,33 @@ class Secret:
     writes: int = 1
 
 
+@dataclass(frozen=True)
+class Actor:
+    """Who made a change, as Baseten's audit log names them (AuditLogActorV1), and from
+    where (AuditLogSourceV1)."""
+
+    type: str  # USER, API_KEY, BASETEN_SYSTEM
+    source: str  # UI, API, SYSTEM
+    email: str | None = None
+    api_key_prefix: str | None = None
+    api_key_name: str | None = None
+
+
+@dataclass(frozen=True)
+class AuditEntry:
+    """One entry of a model's audit log (AuditLogEntryV1)."""
+
+    seq: int  # creation order: entries are appended as time goes on
+    id: str
+    created: float
+    event_type: str
+    event_data: dict[str, Any]
+    actor: Actor
+    # What the filters match on.
+    environment: str | None = None
+    deployment_id: str | None = None
+
+
 @dataclass
 class Model:
     id: str
@@ -281,3 +344,4 @@ class Model:
     team_id: str = DEFAULT_TEAM_ID
     deployment_ids: list[str] = field(default_factory=list)
     environments: dict[str, Environment] = field(default_factory=dict)
+    audit_log: list[AuditEntry] = field(default_factory=list)

@@ -8,6 +8,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, unquote
 
+from baseten_operator.sim.baseten.audit_logs import AuditQuery
+from baseten_operator.sim.baseten.deployment_logs import LogsQuery
+from baseten_operator.sim.baseten.deployment_metrics import MetricsQuery
 from baseten_operator.sim.baseten.engine import SimEngine
 from baseten_operator.sim.baseten.errors import SimError, bad_request
 from baseten_operator.sim.baseten.payloads import (
@@ -19,7 +22,7 @@ from baseten_operator.sim.baseten.payloads import (
     UpsertSecret,
     parse,
 )
-from baseten_operator.sim.baseten.promotion_signals import PromotionSignals
+from baseten_operator.sim.baseten.promotion_signals import SIGNALS, PromotionSignals
 from baseten_operator.sim.baseten.records import DEFAULT_TEAM_ID
 
 Params = dict[str, str]
@@ -76,6 +79,18 @@ def _list_deployments(e: SimEngine, p: Params, q: dict[str, list[str]], b: Any) 
 def _update_autoscaling(e: SimEngine, p: Params, q: dict[str, list[str]], b: Any) -> Any:
     changes = _parse(AutoscalingUpdate, b).changes()
     return e.update_deployment_autoscaling(p["model_id"], p["deployment_id"], changes)
+
+
+def _deployment_metrics(e: SimEngine, p: Params, q: dict[str, list[str]], b: Any) -> Any:
+    return e.deployment_metrics(p["model_id"], p["deployment_id"], MetricsQuery.parse(q))
+
+
+def _deployment_logs(e: SimEngine, p: Params, q: dict[str, list[str]], b: Any) -> Any:
+    return e.deployment_logs(p["model_id"], p["deployment_id"], LogsQuery.parse(q))
+
+
+def _list_audit_logs(e: SimEngine, p: Params, q: dict[str, list[str]], b: Any) -> Any:
+    return e.list_audit_logs(p["model_id"], AuditQuery.parse(q))
 
 
 def _list_environments(e: SimEngine, p: Params, q: dict[str, list[str]], b: Any) -> Any:
@@ -140,16 +155,6 @@ _DEPLOYMENT = _MODEL + "/deployments/(?P<deployment_id>[^/]+)"
 _ENVIRONMENT = _MODEL + "/environments/(?P<env_name>[^/]+)"
 
 
-# The signals to a promotion in progress: POST, no request body, named as in the spec.
-_PROMOTION_SIGNALS: dict[str, Callable[[PromotionSignals, str, str], dict]] = {
-    "cancel_promotion": PromotionSignals.cancel,
-    "force_cancel_promotion": PromotionSignals.force_cancel,
-    "pause_promotion": PromotionSignals.pause,
-    "resume_promotion": PromotionSignals.resume,
-    "force_roll_forward_promotion": PromotionSignals.force_roll_forward,
-}
-
-
 def _signal_handler(signal: Callable[[PromotionSignals, str, str], dict]) -> RouteHandler:
     def handle(e: SimEngine, p: Params, q: dict[str, list[str]], b: Any) -> Any:
         return signal(e.promotion_signals, p["model_id"], p["env_name"])
@@ -187,6 +192,7 @@ ROUTES: tuple[Route, ...] = (
     _route("GET", "/v1/models", "list_models", _list_models),
     _route("GET", _MODEL, "get_model", lambda e, p, q, b: e.get_model(p["model_id"])),
     _route("DELETE", _MODEL, "delete_model", lambda e, p, q, b: e.delete_model(p["model_id"])),
+    _route("GET", _MODEL + "/audit_logs", "list_audit_logs", _list_audit_logs),
     _route("GET", _MODEL + "/deployments", "list_deployments", _list_deployments),
     _route(
         "GET",
@@ -224,6 +230,8 @@ ROUTES: tuple[Route, ...] = (
         "update_deployment_autoscaling",
         _update_autoscaling,
     ),
+    _route("GET", _DEPLOYMENT + "/metrics", "get_deployment_metrics", _deployment_metrics),
+    _route("GET", _DEPLOYMENT + "/logs", "get_deployment_logs", _deployment_logs),
     _route("GET", _MODEL + "/environments", "list_environments", _list_environments),
     _route("POST", _MODEL + "/environments", "create_environment", _create_environment),
     _route(
@@ -242,7 +250,7 @@ ROUTES: tuple[Route, ...] = (
     _route("POST", _ENVIRONMENT + "/promote", "promote", _promote),
     *(
         _route("POST", f"{_ENVIRONMENT}/{operation}", operation, _signal_handler(signal))
-        for operation, signal in _PROMOTION_SIGNALS.items()
+        for operation, signal in SIGNALS.items()
     ),
 )
 

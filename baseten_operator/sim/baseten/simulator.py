@@ -7,15 +7,17 @@ from typing import Any
 from baseten_operator.runtime.clock import Clock, RealClock
 from baseten_operator.sim.baseten.app import SimApp
 from baseten_operator.sim.baseten.audit import AuditLog, RequestLog
+from baseten_operator.sim.baseten.audit_trail import DEFAULT_UI_EMAIL, acting_as, ui_actor
 from baseten_operator.sim.baseten.control_api import ControlApi
 from baseten_operator.sim.baseten.engine import SimEngine
-from baseten_operator.sim.baseten.errors import not_found
+from baseten_operator.sim.baseten.errors import bad_request, not_found
 from baseten_operator.sim.baseten.faults import FaultInjector
 from baseten_operator.sim.baseten.graphql import TrussGraphQL
 from baseten_operator.sim.baseten.http import HttpServer
 from baseten_operator.sim.baseten.keys import KeyRing
 from baseten_operator.sim.baseten.lifecycle import LifecycleDurations
-from baseten_operator.sim.baseten.payloads import UpdateEnvironment, parse
+from baseten_operator.sim.baseten.payloads import AutoscalingUpdate, UpdateEnvironment, parse
+from baseten_operator.sim.baseten.promotion_signals import SIGNALS
 from baseten_operator.sim.baseten.ratelimit import Limit, RateLimiter
 from baseten_operator.sim.baseten.records import DEFAULT_TEAM_ID, DEPLOY_FAILED
 from baseten_operator.sim.baseten.s3 import S3Store
@@ -197,8 +199,23 @@ class BasetenSimulator:
             schedules=settings.schedule_edit(),
         )
 
-    def fail_deployment(self, deployment_id: str, status: str = DEPLOY_FAILED) -> dict:
-        return self.engine.controls.fail_deployment(deployment_id, status)
+    def fail_deployment(
+        self, deployment_id: str, status: str = DEPLOY_FAILED, reason: str | None = None
+    ) -> dict:
+        """The deployment fails now; its logs say why (`reason`, else a default)."""
+        return self.engine.controls.fail_deployment(deployment_id, status, reason)
+
+    def inject_log(
+        self,
+        deployment_id: str,
+        message: str,
+        level: str | None = "ERROR",
+        replica: str | None = None,
+    ) -> dict:
+        """A line in the deployment's logs now (level DEBUG, INFO, WARNING, ERROR or None):
+        what a failing build or the model's code printed, a secret's value included if a
+        test wants one there."""
+        return self.engine.controls.inject_log(deployment_id, message, level, replica)
 
     def complete_deployment(self, deployment_id: str) -> dict:
         return self.engine.controls.complete_deployment(deployment_id)
@@ -220,20 +237,70 @@ class BasetenSimulator:
         autoscaling_settings: dict | None = None,
         promotion_settings: dict | None = None,
         autoscaling_schedule_settings: dict | None = None,
+        email: str = DEFAULT_UI_EMAIL,
     ) -> dict:
-        """A change made in Baseten's UI: applied at once (drift for the operator to find).
-        Takes what an environment update takes, autoscaling schedules included."""
+        """A change made in Baseten's UI by the user `email`: applied at once (drift for the
+        operator to find), audited with source UI. Takes what an environment update takes,
+        autoscaling schedules included."""
         settings = _environment_settings(
             autoscaling_settings, promotion_settings, autoscaling_schedule_settings
         )
-        return self.engine.update_environment(
-            model_id,
-            env,
-            settings.autoscaling_changes(),
-            settings.promotion_changes(),
-            settings.schedule_edit(),
-            immediately=True,
-        )["environment"]
+        with acting_as(ui_actor(email)):
+            return self.engine.update_environment(
+                model_id,
+                env,
+                settings.autoscaling_changes(),
+                settings.promotion_changes(),
+                settings.schedule_edit(),
+                immediately=True,
+            )["environment"]
+
+    def ui_update_deployment_autoscaling(
+        self,
+        model_id: str,
+        deployment_id: str,
+        autoscaling_settings: dict,
+        email: str = DEFAULT_UI_EMAIL,
+    ) -> dict:
+        """A deployment's autoscaling changed in the UI (answers as the API's PATCH)."""
+        changes = parse(AutoscalingUpdate, autoscaling_settings, "invalid settings").changes()
+        with acting_as(ui_actor(email)):
+            return self.engine.update_deployment_autoscaling(model_id, deployment_id, changes)
+
+    def ui_promote(
+        self, model_id: str, env: str, deployment_id: str, email: str = DEFAULT_UI_EMAIL
+    ) -> dict:
+        """A promotion started from the UI (answers as the API's promote)."""
+        with acting_as(ui_actor(email)):
+            return self.engine.promote(model_id, env, deployment_id)
+
+    def ui_signal_promotion(
+        self, model_id: str, env: str, signal: str, email: str = DEFAULT_UI_EMAIL
+    ) -> dict:
+        """A button on a promotion in the UI: `signal` is one of the API's operations
+        (cancel_promotion, pause_promotion, resume_promotion, force_cancel_promotion,
+        force_roll_forward_promotion); answers as it does."""
+        operation = SIGNALS.get(signal)
+        if operation is None:
+            raise bad_request(f"Unknown signal {signal!r}; expected one of {sorted(SIGNALS)}")
+        with acting_as(ui_actor(email)):
+            return operation(self.engine.promotion_signals, model_id, env)
+
+    def set_traffic_profile(
+        self,
+        deployment_id: str,
+        requests_per_second: float,
+        share_5xx: float = 0.0,
+        share_4xx: float = 0.0,
+        latency_ms: dict[str, float] | None = None,
+    ) -> dict:
+        """The inference traffic the deployment would get with all of its environment's
+        traffic, from now on (requests per simulated second, the shares answered 5xx and
+        4xx, latency quantiles p50/p90/p95/p99 in ms): what its metrics and the Prometheus
+        export (`/metrics`) report, following its share of the traffic over time."""
+        return self.engine.controls.set_traffic_profile(
+            deployment_id, requests_per_second, share_5xx, share_4xx, latency_ms
+        )
 
     def inject_fault(self, endpoint: str, kind: str, count: int = 1, **params: Any) -> None:
         """kind: latency (seconds=, sim time), 5xx (status=), 429 (retry_after=), drop,
@@ -300,6 +367,11 @@ class BasetenSimulator:
             "fail_promotion": self.fail_promotion,
             "deactivate": self.deactivate,
             "ui_update_environment": self.ui_update_environment,
+            "ui_update_deployment_autoscaling": self.ui_update_deployment_autoscaling,
+            "ui_promote": self.ui_promote,
+            "ui_signal_promotion": self.ui_signal_promotion,
+            "set_traffic_profile": self.set_traffic_profile,
+            "inject_log": self.inject_log,
             "inject_fault": self.inject_fault,
             "clear_faults": self.clear_faults,
             "configure_rate_limits": self.configure_rate_limits,

@@ -31,12 +31,15 @@ class Timeline:
     def at(self, due: float, action: Action) -> None:
         heapq.heappush(self._events, _Event(due, next(self._seq), action))
 
-    def run_due(self, now: float) -> int:
-        """Run every event due at or before `now` (including ones scheduled meanwhile)."""
+    def run_due(self, now: float, after: Action | None = None) -> int:
+        """Run every event due at or before `now` (including ones scheduled meanwhile);
+        `after` is called with each event's due time once it ran."""
         ran = 0
         while self._events and self._events[0].due <= now:
             event = heapq.heappop(self._events)
             event.action(event.due)
+            if after is not None:
+                after(event.due)
             ran += 1
         return ran
 

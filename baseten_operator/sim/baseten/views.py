@@ -9,8 +9,6 @@ from baseten_operator.sim.baseten.records import (
     DEFAULT_TEAM_ID,
     DEFAULT_TEAM_NAME,
     ONE_TIME,
-    RAMP_STAGE_PERCENT,
-    RAMP_STAGES,
     SCHEDULE_OVERRIDES,
     SERVING_STATUSES,
     AutoscalingSchedule,
@@ -72,36 +70,14 @@ def instance_type_view(instance_type: InstanceType) -> dict:
     }
 
 
-def promotion_view(promotion: Promotion, now: float, time_scale: float) -> dict:
-    """The phase a promotion is in: releasing the candidate, ramping traffic up, then over;
-    frozen while paused; stepping traffic back down once cancelled."""
-    if promotion.cancelled_at is not None:
-        stage = promotion.ramp_down_stage * time_scale
-        stages = int((now - promotion.cancelled_at) / stage) if stage > 0 else RAMP_STAGES
-        status = "RAMPING_DOWN"
-        percent = max(promotion.cancelled_from - RAMP_STAGE_PERCENT * stages, 0)
-    elif promotion.paused_at is not None:
-        status, percent = "PAUSED", ramp_up_phase(promotion, promotion.paused_at, time_scale)[1]
-    else:
-        status, percent = ramp_up_phase(promotion, now, time_scale)
+def promotion_view(promotion: Promotion) -> dict:
+    """InProgressPromotionV1: the phase rollout.py has moved the promotion to."""
     return {
-        "status": status,
-        "percent_traffic_to_new_version": percent,
+        "status": promotion.phase,
+        "percent_traffic_to_new_version": promotion.percent,
         "error_message": None,
         "rolling_deploy": promotion.rolling_deploy,
     }
-
-
-def ramp_up_phase(promotion: Promotion, at: float, time_scale: float) -> tuple[str, int]:
-    """(phase, traffic percent) of a promotion running normally, at `at`."""
-    if promotion.ready_at is None:
-        return "RELEASING", 0
-    ramp = (promotion.ramp_up_seconds or 0.0) * time_scale
-    elapsed = at - promotion.ready_at
-    if ramp > 0 and elapsed < ramp:
-        stage = int(elapsed / (ramp / RAMP_STAGES)) + 1
-        return "RAMPING_UP", min(100, RAMP_STAGE_PERCENT * stage)
-    return "RAMPING_DOWN", 100
 
 
 def schedule_view(schedule: AutoscalingSchedule) -> dict:

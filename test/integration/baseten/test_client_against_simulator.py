@@ -9,10 +9,17 @@ from typing import Any
 import pytest
 
 from baseten_operator.baseten.client import BasetenClient
+from baseten_operator.baseten.deployment_metrics import (
+    INFERENCE_REQUESTS,
+    REPLICAS_ACTIVE,
+    RESPONSE_TIME,
+    total,
+)
 from baseten_operator.baseten.errors import BasetenAPIError
 from baseten_operator.baseten.models import EnvironmentV1
 from baseten_operator.runtime.metrics import REGISTRY
 from baseten_operator.sim.baseten import BasetenSimulator
+from testsupport.polling import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -229,3 +236,123 @@ def test_dropped_connections(sim: Any, client: BasetenClient) -> None:
         client.promote(model_id, "production", dep_id)
     assert dropped.value.status_code == 0
     assert requests_seen("0", promote, "POST") - dropped_before == 1
+
+
+# ----------------------------------------------------------------- rolling promotions
+
+
+def rolling_production(sim: Any, *, stabilization: int) -> tuple[str, str, str]:
+    """A model whose production serves `good`, with rolling deploys in two steps of
+    `stabilization` simulated seconds; returns (model id, good, bad)."""
+    model_id = sim.seed_model("m")["id"]
+    good = sim.seed_deployment(model_id, "good", autoscaling_settings={"min_replica": 1})["id"]
+    bad = sim.seed_deployment(model_id, "bad", autoscaling_settings={"min_replica": 1})["id"]
+    rolling = {"max_surge_percent": 50, "stabilization_time_seconds": stabilization}
+    sim.seed_environment(
+        model_id,
+        "production",
+        current_deployment_id=good,
+        promotion_settings={"rolling_deploy": True, "rolling_deploy_config": rolling},
+    )
+    return model_id, good, bad
+
+
+def test_pause_resume_and_roll_forward_a_rolling_promotion(sim: Any, client: BasetenClient) -> None:
+    # A step lasts 20 real seconds: long enough to see it paused, never waited out.
+    model_id, _, bad = rolling_production(sim, stabilization=2000)
+    client.promote(model_id, "production", bad)
+
+    def phase() -> tuple[str, int | None] | None:
+        promotion = client.get_environment(model_id, "production").in_progress_promotion
+        return (promotion.status, promotion.percent_traffic_to_new_version) if promotion else None
+
+    assert phase() == ("RAMPING_UP", 50)
+    assert client.pause_promotion(model_id, "production").success is True
+    assert phase() == ("RAMPING_UP", 50)  # paused only once the step ends
+    assert client.resume_promotion(model_id, "production").success is True
+    assert client.force_roll_forward_promotion(model_id, "production").success is True
+    current = client.get_environment(model_id, "production").current_deployment
+    assert current is not None and current.id == bad
+
+
+def test_force_cancel_and_the_refusals(sim: Any, client: BasetenClient) -> None:
+    model_id, good, bad = rolling_production(sim, stabilization=2000)
+    with pytest.raises(BasetenAPIError) as refused:
+        client.pause_promotion(model_id, "production")
+    assert refused.value.status_code == 400
+    assert "No promotion in progress" in refused.value.message
+    client.promote(model_id, "production", bad)
+    client.force_cancel_promotion(model_id, "production")
+    env = client.get_environment(model_id, "production")
+    assert env.in_progress_promotion is None and env.candidate_deployment is None
+    assert env.current_deployment is not None and env.current_deployment.id == good
+    client.promote(model_id, "production", bad)
+    with pytest.raises(BasetenAPIError, match="not paused"):
+        client.resume_promotion(model_id, "production")
+
+
+# ----------------------------------------------------------------- metrics, audit, logs
+
+
+def test_metrics_follow_the_traffic_profile(sim: Any, client: BasetenClient) -> None:
+    model_id, good, _ = rolling_production(sim, stabilization=2000)
+    sim.set_traffic_profile(good, 1, share_5xx=0.2)  # 100 a real second at this time scale
+    since = int(time.time() * 1000)
+
+    def counted() -> dict | None:
+        answer = client.get_deployment_metrics(
+            model_id, good, mode="SUMMARY", start_ms=since, metrics=[INFERENCE_REQUESTS]
+        )
+        counts = answer.summary(INFERENCE_REQUESTS)
+        everything = total(counts) or 0
+        return counts if everything >= 200 else None
+
+    counts = wait_for(counted, timeout=10, describe=lambda: "200 requests counted")
+    share = (total(counts, lambda labels: labels["status_code"].startswith("5")) or 0) / (
+        total(counts) or 1
+    )
+    assert share == pytest.approx(0.2, abs=0.02)
+    assert {dict(labels)["rollout_phase"] for labels in counts} == {"stable"}
+    current = client.get_deployment_metrics(model_id, good, mode="CURRENT")
+    assert current.summary(REPLICAS_ACTIVE) == {frozenset(): 1.0}
+    latency = current.summary(RESPONSE_TIME)
+    assert latency[frozenset({("quantile", "0.5")})] == pytest.approx(0.1)
+
+
+def test_the_audit_log_names_the_clients_key_and_the_ui_user(
+    sim: Any, client: BasetenClient
+) -> None:
+    model_id, _, _ = rolling_production(sim, stabilization=2000)
+    client.update_environment(model_id, "production", {"max_replica": 3}, None)
+    sim.ui_update_environment(model_id, "production", {"max_replica": 4}, email="sre@example.com")
+
+    def both() -> list | None:
+        items = client.list_audit_logs(model_id, event_type_groups=["ENVIRONMENT_SETTINGS"]).items
+        return items if len(items) == 2 else None
+
+    items = wait_for(both, timeout=10, describe=lambda: "two environment updates audited")
+    by_source = {entry.source: entry for entry in items}
+    assert by_source["API"].actor.api_key_prefix == SIM_KEY[:8]
+    assert by_source["API"].actor.api_key_name == "org"
+    assert by_source["UI"].actor.email == "sre@example.com"
+    first = client.list_audit_logs(model_id, limit=1)
+    assert first.next_cursor is not None
+    rest = client.list_audit_logs(model_id, limit=200, cursor=first.next_cursor)
+    assert rest.next_cursor is None
+    whole = client.list_audit_logs(model_id, limit=200)
+    assert [e.id for e in first.items + rest.items] == [e.id for e in whole.items]
+
+
+def test_a_failed_builds_logs_say_why(sim: Any, client: BasetenClient) -> None:
+    model_id = sim.seed_model("m")["id"]
+    dep = sim.seed_deployment(model_id, "v1", status="BUILDING")["id"]
+    sim.fail_deployment(dep, "BUILD_FAILED", reason="pip: no matching distribution for torch==9")
+    sim.inject_log(dep, "HF_TOKEN=hf_abc123 rejected by the hub")
+    errors = client.get_deployment_logs(model_id, dep, min_level="ERROR")
+    assert [line.message for line in errors] == [
+        "pip: no matching distribution for torch==9",
+        "HF_TOKEN=hf_abc123 rejected by the hub",
+    ]
+    everything = client.get_deployment_logs(model_id, dep, direction="desc", limit=2)
+    assert [line.level for line in everything] == ["ERROR", "ERROR"]
+    assert all(line.timestamp_ns for line in everything)

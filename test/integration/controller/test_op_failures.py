@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 
 from baseten_operator.api.constants import BASETENMODELS
-from baseten_operator.controller.status import StaleRead, StatusWriter
+from baseten_operator.controller.basetenmodel.status import StatusWriter
+from baseten_operator.controller.shared.status import StaleRead
 from baseten_operator.runtime.clock import RealClock
 from baseten_operator.sim.baseten.engine import LifecycleDurations
 from baseten_operator.sim.baseten.errors import SimError

@@ -13,7 +13,7 @@ from pydantic import SecretStr
 
 from baseten_operator.api.constants import BASETENSECRETS
 from baseten_operator.baseten.client import BasetenClient
-from baseten_operator.controller.secret_fingerprint import fingerprint, fingerprint_key
+from baseten_operator.controller.basetensecret.fingerprint import fingerprint, fingerprint_key
 from baseten_operator.runtime.resource import SECRETS
 from testsupport.plan_world import API_KEY, PlanWorld, only_gets
 

@@ -169,6 +169,7 @@ def test_status_shape(openapi_schema: dict[str, Any]) -> None:
         "activeDeploymentName",
         "candidateDeploymentID",
         "cancellingDeploymentID",
+        "cancelAcknowledgedTime",
         "candidateDeploymentName",
         "deploymentStatus",
         "activeReplicaCount",

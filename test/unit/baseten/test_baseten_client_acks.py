@@ -46,6 +46,17 @@ CANCEL = (
     lambda c: c.cancel_promotion("m1", "production"),
 )
 
+PAUSE = (
+    "POST",
+    "/models/m1/environments/production/pause_promotion",
+    lambda c: c.pause_promotion("m1", "production"),
+)
+FORCE_ROLL_FORWARD = (
+    "POST",
+    "/models/m1/environments/production/force_roll_forward_promotion",
+    lambda c: c.force_roll_forward_promotion("m1", "production"),
+)
+
 REFUSED: list[tuple[tuple[str, str, Call], dict[str, Any]]] = [
     (DELETE_MODEL, {"id": "m1", "deleted": False}),
     (DELETE_MODEL, {"id": "m1"}),
@@ -66,6 +77,9 @@ REFUSED: list[tuple[tuple[str, str, Call], dict[str, Any]]] = [
     (CANCEL, {"status": "QUEUED", "message": "later"}),
     (CANCEL, {"message": "no promotion in progress"}),
     (CANCEL, {"status": "CANCELED", "message": "x", "error": "partially"}),
+    (PAUSE, {"success": False}),
+    (PAUSE, {}),
+    (FORCE_ROLL_FORWARD, {"success": True, "error": "candidate not ready"}),
 ]
 
 ACCEPTED: list[tuple[tuple[str, str, Call], dict[str, Any]]] = [
@@ -80,6 +94,8 @@ ACCEPTED: list[tuple[tuple[str, str, Call], dict[str, Any]]] = [
     (PATCH_ENV, {"environment": {"name": "production"}}),
     (CANCEL, {"status": "CANCELED", "message": "The promotion was canceled"}),
     (CANCEL, {"status": "RAMPING_DOWN", "message": "Traffic is moving back"}),
+    (PAUSE, {"success": True}),
+    (FORCE_ROLL_FORWARD, {"success": True}),
 ]
 
 

@@ -252,6 +252,16 @@ def test_settings_patch_is_retried_on_5xx(
         (lambda c: c.create_environment("m1", "staging", None, None), "environments"),
         (lambda c: c.activate_deployment("m1", "d1"), "deployments/d1/activate"),
         (lambda c: c.retry_deployment("m1", "d1"), "deployments/d1/retry"),
+        (lambda c: c.pause_promotion("m1", "prod"), "environments/prod/pause_promotion"),
+        (lambda c: c.resume_promotion("m1", "prod"), "environments/prod/resume_promotion"),
+        (
+            lambda c: c.force_cancel_promotion("m1", "prod"),
+            "environments/prod/force_cancel_promotion",
+        ),
+        (
+            lambda c: c.force_roll_forward_promotion("m1", "prod"),
+            "environments/prod/force_roll_forward_promotion",
+        ),
     ],
 )
 def test_post_is_not_retried_on_5xx(

@@ -1,6 +1,6 @@
 """Fakes for the reconciler's unit tests: Baseten, the kube API + informer cache, a pusher.
 
-FakeBaseten, FakeKube and FakePusher implement the Protocols of controller/ports.py
+FakeBaseten, FakeKube and FakePusher implement the Protocols of controller/shared/ports.py
 (BasetenAPI and KeyedBasetenAPI, KubeAPI, Pusher): mypy checks this file (pyproject.toml),
 so a fake cannot drift from the interface the real clients implement.
 
@@ -37,16 +37,16 @@ from baseten_operator.baseten.models import (
     TeamV1,
 )
 from baseten_operator.baseten.pool import BasetenClientPool
-from baseten_operator.controller.context import Dependencies
-from baseten_operator.controller.ownership import claim_index
-from baseten_operator.controller.reconciler import BasetenModelReconciler
-from baseten_operator.controller.secret_context import OperatorIdentity, SecretDependencies
-from baseten_operator.controller.secret_fingerprint import fingerprint_key
-from baseten_operator.controller.secret_ownership import secret_claim_index
-from baseten_operator.controller.secret_reconciler import BasetenSecretReconciler
-from baseten_operator.controller.secret_telemetry import LastSyncAges
-from baseten_operator.controller.tenancy import Tenancy
-from baseten_operator.controller.timing import Timing
+from baseten_operator.controller.basetenmodel.context import Dependencies
+from baseten_operator.controller.basetenmodel.ownership import claim_index
+from baseten_operator.controller.basetenmodel.reconciler import BasetenModelReconciler
+from baseten_operator.controller.basetensecret.context import OperatorIdentity, SecretDependencies
+from baseten_operator.controller.basetensecret.fingerprint import fingerprint_key
+from baseten_operator.controller.basetensecret.ownership import secret_claim_index
+from baseten_operator.controller.basetensecret.reconciler import BasetenSecretReconciler
+from baseten_operator.controller.basetensecret.telemetry import LastSyncAges
+from baseten_operator.controller.shared.tenancy import Tenancy
+from baseten_operator.controller.shared.timing import Timing
 from baseten_operator.runtime.clock import FakeClock
 from baseten_operator.runtime.controller import Request, Result
 from baseten_operator.runtime.errors import Conflict, Forbidden, NotFound
@@ -603,15 +603,15 @@ class Harness:
             siblings=lambda name: [
                 s for s in self.siblings if (s.get("spec") or {}).get("modelName") == name
             ],
+            claimants=lambda value: [
+                obj for obj in self.kube.objects.values() if value in claim_index(obj)
+            ],
             pusher=self.pusher,
             random=lambda: self.jitter,
             tenancy=Tenancy(
                 namespaces=self.namespaces,
                 secrets=self.secrets,
                 pool=BasetenClientPool(self.baseten, self._client_for_key),
-                claimants=lambda value: [
-                    obj for obj in self.kube.objects.values() if value in claim_index(obj)
-                ],
                 operator_namespace=OPERATOR_NAMESPACE,
                 require_policy=self.require_namespace_policy,
             ),
@@ -699,7 +699,7 @@ class Harness:
 
     def steady_period(self, name: str = NAME, namespace: str = NAMESPACE) -> float:
         """The steady re-check of that object (jittered per object, section 9)."""
-        return self.timing.steady_after(f"{namespace}/{name}")
+        return self.timing.steady_after(f"{namespace}/{name}", self.clock.now())
 
     def reasons(self) -> list[str]:
         return [reason for _, reason, _ in self.events]
@@ -752,8 +752,9 @@ OPERATOR_USER = "system:serviceaccount:baseten-system:baseten-operator-controlle
 
 
 class UserSecrets:
-    """The referenced Secrets as the operator reads them (secret_context.SecretSource):
-    refused (403) in the namespaces listed in `forbidden`, as without the RoleBinding."""
+    """The referenced Secrets as the operator reads them (basetensecret/context.py's
+    SecretSource): refused (403) in the namespaces listed in `forbidden`, as without the
+    RoleBinding."""
 
     def __init__(self) -> None:
         self.items: dict[tuple[str, str], dict[str, Any]] = {}
@@ -831,7 +832,6 @@ class SecretHarness:
                     pool=BasetenClientPool(
                         self.baseten, lambda key: self.keyed.setdefault(key, FakeBaseten())
                     ),
-                    claimants=lambda _value: [],
                     operator_namespace=OPERATOR_NAMESPACE,
                     require_policy=self.require_namespace_policy,
                 ),

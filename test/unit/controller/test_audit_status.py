@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from baseten_operator.api.types import to_wire
-from baseten_operator.controller.status import parse_status
+from baseten_operator.controller.basetenmodel.status import parse_status
 
 TRUSS: dict[str, Any] = {
     "resources": {"accelerator": "L4"},

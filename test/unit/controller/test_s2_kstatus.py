@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from baseten_operator.baseten.errors import BasetenAPIError
-from baseten_operator.controller.endings import ReconcileError
+from baseten_operator.controller.shared.endings import ReconcileError
 from baseten_operator.runtime.controller import TerminalError
 from testsupport.kstatus import verdicts
 

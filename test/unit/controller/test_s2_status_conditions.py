@@ -67,7 +67,7 @@ def test_active_is_ready_not_progressing(h) -> None:
 )
 def test_condition_table(h, word: str, ready: str, progressing: str) -> None:
     from baseten_operator.api.types import BasetenModelStatus
-    from baseten_operator.controller.status import with_conditions
+    from baseten_operator.controller.basetenmodel.status import with_conditions
 
     status = BasetenModelStatus(deployment_status=word, message="m")
     rendered = with_conditions(status, 7, "2026-01-01T00:00:00Z", stalled=False)
@@ -85,7 +85,7 @@ def test_condition_table(h, word: str, ready: str, progressing: str) -> None:
 @pytest.mark.parametrize("word", ["FAILED", "CONFLICT", "BUILD_STOPPED", "PAUSED", "ACTIVE"])
 def test_a_stalled_pass_is_stalled_and_not_reconciling(word: str) -> None:
     from baseten_operator.api.types import BasetenModelStatus
-    from baseten_operator.controller.status import with_conditions
+    from baseten_operator.controller.basetenmodel.status import with_conditions
 
     status = BasetenModelStatus(deployment_status=word, message="m")
     rendered = with_conditions(status, 7, "2026-01-01T00:00:00Z", stalled=True)
@@ -98,7 +98,7 @@ def test_a_stalled_pass_is_stalled_and_not_reconciling(word: str) -> None:
 def test_a_word_that_is_no_condition_reason_is_unknown(word: str | None) -> None:
     # metav1.Condition's reason pattern: the API server would refuse the whole status.
     from baseten_operator.api.types import BasetenModelStatus
-    from baseten_operator.controller.status import with_conditions
+    from baseten_operator.controller.basetenmodel.status import with_conditions
 
     status = BasetenModelStatus(deployment_status=word)
     rendered = with_conditions(status, 1, "2026-01-01T00:00:00Z", stalled=False)

@@ -150,7 +150,7 @@ def test_drift_update_failure(h) -> None:
 
 
 def test_drift_counts_in_metrics(h) -> None:
-    from baseten_operator.controller import telemetry
+    from baseten_operator.controller.basetenmodel import telemetry
 
     counter = telemetry.DRIFT_CORRECTIONS.labels(group="autoscaling")
     before = counter._value.get()

@@ -43,6 +43,15 @@ def end_ramp_down(h) -> None:
     )
 
 
+def set_phase(h, phase: str) -> None:
+    """Baseten's promotion moves to `phase`, the candidate and its traffic unchanged."""
+    env = h.baseten.environments[("m1", "production")]
+    progress = env.in_progress_promotion.model_copy(update={"status": phase})
+    h.baseten.environments[("m1", "production")] = env.model_copy(
+        update={"in_progress_promotion": progress}
+    )
+
+
 def cancellations(result: str) -> float:
     return REGISTRY.get_sample_value("baseten_promotions_cancelled_total", {"result": result}) or 0
 
@@ -304,3 +313,61 @@ def test_pause_makes_no_call(h) -> None:
     h.run()
     assert h.baseten.calls == []
     assert h.word() == "PAUSED"
+
+
+# --- each promotion phase, decided (docs/contract.md 3.8) ---------------------------------
+
+
+@pytest.mark.parametrize("phase", ["CANCELED", "FAILED"])
+@pytest.mark.parametrize("intent", [{}, {"cancellingDeploymentID": "bad-id"}])
+def test_a_promotion_baseten_ended_is_not_cancelled_and_the_pass_goes_on(h, phase, intent) -> None:
+    """CANCELED and FAILED: the candidate will not become current; nothing to cancel."""
+    ramping_bad(h, in_progress={"status": phase, "percent_traffic_to_new_version": 0}, **intent)
+    assert h.run().requeue_after == h.steady_period()
+    assert h.baseten.writes == []
+    assert h.word() == "ACTIVE"
+    for key in ("candidateDeploymentID", "cancellingDeploymentID", "cancelAcknowledgedTime"):
+        assert key not in h.status()
+
+
+def test_a_paused_promotion_the_spec_no_longer_wants_is_cancelled_once(h) -> None:
+    ramping_bad(h, in_progress={"status": "PAUSED", "percent_traffic_to_new_version": 30})
+    h.baseten.cancel_answer = "RAMPING_DOWN"
+    assert h.run().requeue_after == 30
+    assert len(h.baseten.called("cancel_promotion")) == 1
+    assert h.status()["cancelAcknowledgedTime"] == "2026-01-01T00:00:00Z"
+    set_phase(h, "PAUSED")  # Baseten has not begun moving the traffic back yet
+    for _ in range(3):
+        assert h.run().requeue_after == 30
+    assert len(h.baseten.called("cancel_promotion")) == 1
+    assert h.message() == (
+        f"{AP}promotion of bad to production cancelled, waiting for Baseten to stop it "
+        "(phase PAUSED); the spec now asks for good"
+    )
+
+
+@pytest.mark.parametrize("phase", ["RAMPING_UP", "PAUSED", "RELEASING"])
+def test_an_acknowledged_cancel_is_never_sent_again_whatever_the_phase(h, phase) -> None:
+    """A new leader inheriting a cancel Baseten took waits for it, in any phase."""
+    ramping_bad(
+        h,
+        in_progress={"status": phase, "percent_traffic_to_new_version": 10},
+        cancellingDeploymentID="bad-id",
+        cancelAcknowledgedTime="2026-01-01T00:00:00Z",
+    )
+    assert h.run().requeue_after == 30
+    assert h.baseten.writes == []
+    assert h.word() == "PROMOTING"
+
+
+def test_a_refused_cancel_is_retried_and_an_acknowledged_one_is_not(h) -> None:
+    ramping_bad(h)
+    h.baseten.cancel_answer = "RAMPING_DOWN"
+    h.baseten.fail("cancel_promotion", BasetenAPIError(409, "busy"))
+    with pytest.raises(Exception, match="failed to cancel promotion of bad"):
+        h.run()
+    assert "cancelAcknowledgedTime" not in h.status()
+    assert h.run().requeue_after == 30  # retried: Baseten takes it this time
+    assert h.status()["cancelAcknowledgedTime"] == "2026-01-01T00:00:00Z"
+    h.run()
+    assert len(h.baseten.called("cancel_promotion")) == 2

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from baseten_operator.baseten.errors import BasetenAPIError
-from baseten_operator.controller import telemetry
-from baseten_operator.controller.endings import ReconcileError
+from baseten_operator.controller.basetenmodel import telemetry
+from baseten_operator.controller.shared.endings import ReconcileError
 
 STEADY = "active: src (3 replicas, min:1 max:5) in production environment"
 WINDOW_API = {

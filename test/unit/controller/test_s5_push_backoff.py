@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from baseten_operator.controller.status import parse_status
+from baseten_operator.controller.basetenmodel.status import parse_status
 from baseten_operator.truss.naming import deployment_name
 
 SCRIPT = "#!/bin/bash\necho ready\n"

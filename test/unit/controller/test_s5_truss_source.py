@@ -313,7 +313,10 @@ def test_inline_script_changes_the_name(h) -> None:
 
 
 def test_setup_configmap_index_and_mapping() -> None:
-    from baseten_operator.controller.setup import model_name_index, setup_configmap_index
+    from baseten_operator.controller.basetenmodel.setup import (
+        model_name_index,
+        setup_configmap_index,
+    )
 
     obj = {
         "metadata": {"namespace": "ns", "name": "a"},

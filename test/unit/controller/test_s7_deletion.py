@@ -139,7 +139,7 @@ def test_guardrails_model_already_gone(h) -> None:
 
 
 def test_finalizer_removal_on_vanished_object_is_success(h) -> None:
-    from baseten_operator.controller.deletion import set_finalizer
+    from baseten_operator.controller.basetenmodel.deletion import set_finalizer
 
     obj = h.create()
     h.kube.objects.clear()

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from baseten_operator.controller.timing import Timing, go_duration
+from baseten_operator.controller.shared.timing import Timing, go_duration
 from baseten_operator.truss.pusher import PUSH_TIMEOUT
 
 
@@ -25,11 +25,11 @@ def test_defaults() -> None:
 def test_every_delay_is_scaled() -> None:
     base, scaled = Timing(), Timing.scaled(0.01)
     for field in dataclasses.fields(Timing):
-        if field.name in ("retry_jitter", "steady_jitter", "scale"):
+        if field.name in ("retry_jitter", "steady_earliest", "scale"):
             continue
         assert getattr(scaled, field.name) == pytest.approx(getattr(base, field.name) * 0.01)
     # Fractions of a delay, not delays.
-    assert (scaled.retry_jitter, scaled.steady_jitter) == (0.5, 0.1)
+    assert (scaled.retry_jitter, scaled.steady_earliest) == (0.5, 0.1)
     assert go_duration(scaled.nominal(scaled.retry_deadline)) == "2h0m0s"
 
 
@@ -66,53 +66,69 @@ def test_scaled_reconciler_requeues(h) -> None:
     h.steady_world()
     h.create()
     result = h.reconciler.reconcile(Request("default", "my-model"))
-    assert result.requeue_after == pytest.approx(Timing().steady_after("default/my-model") * 0.01)
-    assert 3.0 <= result.requeue_after < 3.3
+    now = h.clock.now()
+    assert result.requeue_after == pytest.approx(h.timing.steady_after("default/my-model", now))
+    # Within a tenth and 1.1 scaled periods of 5 minutes.
+    assert 0.3 <= result.requeue_after < 3.3
 
 
 KEYS = [f"ns-{i % 7}/model-{i:04d}" for i in range(1000)]
+# 2026-01-01T00:00:00Z, the fake clock's start: a multiple of the 5-minute period.
+RESTART = 1_767_225_600.0
 
 
-def test_the_steady_period_is_fixed_per_object() -> None:
-    # Per object, not per pass: a restarted operator (another process) keeps each period.
-    # Pinned values, not a second call in this process: Python's hash() would pass that,
-    # being salted per process only.
+def recheck_instants(t: Timing, converged: float) -> list[float]:
+    """When each object's first steady re-check falls, all converged at `converged`."""
+    return [converged + t.steady_after(key, converged) for key in KEYS]
+
+
+def busiest_tenth(instants: list[float], period: float) -> float:
+    """The share of the instants in the busiest tenth of the period (0.1 is even)."""
+    tenths = [0] * 10
+    for at in instants:
+        tenths[int((at % period) / period * 10)] += 1
+    return max(tenths) / len(instants)
+
+
+def test_each_object_has_its_phase_in_the_period_whatever_the_process() -> None:
+    """Pinned values, not a second call in this process: Python's hash() would pass that,
+    being salted per process only. A restart or a new leader keeps every phase."""
     t = Timing()
-    assert [t.steady_after(key) for key in KEYS] == [t.steady_after(key) for key in KEYS]
-    assert t.steady_after("default/my-model") == pytest.approx(326.83770515683034)
-    assert t.steady_after("team-b/rival") == pytest.approx(318.5851664530335)
-    assert t.steady_after("a/b") != t.steady_after("b/a")
+    # The offsets in the period at which each is re-checked, seen 7 s into it.
+    assert 7 + t.steady_after("default/my-model", RESTART + 7) == pytest.approx(268.3770515683)
+    assert 7 + t.steady_after("team-b/rival", RESTART + 7) == pytest.approx(185.851664530335)
+    assert t.steady_after("a/b", RESTART) != t.steady_after("b/a", RESTART)
 
 
-def test_the_steady_period_is_within_ten_percent_above_five_minutes() -> None:
-    periods = [Timing().steady_after(key) for key in KEYS]
-    assert all(300 <= period < 330 for period in periods)
-
-
-def test_steady_periods_spread_evenly_across_objects() -> None:
-    # 1,000 objects over the 30 s jitter window: ten 3 s buckets of about 100 each.
-    buckets = [0] * 10
-    for key in KEYS:
-        buckets[int((Timing().steady_after(key) - 300) / 3)] += 1
-    assert min(buckets) >= 70 and max(buckets) <= 130
-
-
-def test_steady_reads_even_out_over_later_periods() -> None:
-    # Every object converged at 0 (a restart): the k-th re-check of each falls at
-    # k * its period, so after ten periods the reads cover a whole period, not a burst.
+@pytest.mark.parametrize("converged", [RESTART, RESTART + 12.5, RESTART + 299.9])
+def test_objects_converging_together_are_rechecked_spread_over_the_period(converged) -> None:
+    """A restart: 1,000 objects converge within a second. Their first steady re-checks
+    already cover the whole period evenly, not a burst that takes periods to drift apart."""
     t = Timing()
-    tenth = [(10 * t.steady_after(key)) % t.steady for key in KEYS]
-    minutes = [0] * 5
-    for offset in tenth:
-        minutes[int(offset // 60)] += 1
-    assert min(minutes) >= 150 and max(minutes) <= 250
+    assert busiest_tenth(recheck_instants(t, converged), t.steady) <= 0.12
 
 
-def test_the_pass_requeues_at_its_own_steady_period(h) -> None:
+def test_a_recheck_comes_between_a_tenth_and_eleven_tenths_of_a_period() -> None:
+    t = Timing()
+    for converged in (RESTART, RESTART + 100, RESTART + 250):
+        waits = [t.steady_after(key, converged) for key in KEYS]
+        assert all(30 <= wait < 330 for wait in waits)
+
+
+def test_from_the_first_recheck_on_each_object_is_rechecked_every_period() -> None:
+    t = Timing()
+    first = RESTART + t.steady_after("default/alpha", RESTART)
+    assert t.steady_after("default/alpha", first) == pytest.approx(t.steady)
+    # A timer that fires a little late, or a little early, keeps the phase.
+    assert 2 + t.steady_after("default/alpha", first + 2) == pytest.approx(t.steady)
+    assert t.steady_after("default/alpha", first - 2) - 2 == pytest.approx(t.steady)
+
+
+def test_the_pass_requeues_at_its_own_phase(h) -> None:
     h.steady_world()
     h.create(name="alpha")
-    period = h.run(name="alpha").requeue_after
-    assert period == Timing().steady_after("default/alpha") != Timing().steady
-    # The next pass, a period later by the fake clock, asks for the same period again.
-    h.clock.advance(period)
-    assert h.run(name="alpha").requeue_after == period
+    wait = h.run(name="alpha").requeue_after
+    assert wait == Timing().steady_after("default/alpha", h.clock.now())
+    # The next pass, at that instant by the fake clock, asks for one whole period.
+    h.clock.advance(wait)
+    assert h.run(name="alpha").requeue_after == pytest.approx(Timing().steady)

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from baseten_operator.baseten.errors import BasetenAPIError
-from baseten_operator.controller.endings import ReconcileError
+from baseten_operator.controller.shared.endings import ReconcileError
 from baseten_operator.runtime.controller import TerminalError
 from testsupport.kstatus import verdicts
 
@@ -114,8 +114,9 @@ SITUATIONS: dict[str, tuple[Callable[[Any], None], str, str]] = {
     # Hands off until the spec changes: said at once, as a BasetenModel's PAUSED.
     "PAUSED": (paused, "PAUSED", "Failed"),
     "Observe, in sync": (observe_in_sync, "SYNCED", "Current"),
-    # Observe never writes: it waits for someone to act on its report.
-    "Observe, out of sync": (observe_out_of_sync, "OUT_OF_SYNC", "InProgress"),
+    # Observe reports, it never waits (as a BasetenModel in Observe with drift): Flux must
+    # not wait for someone to act on the report until its timeout.
+    "Observe, out of sync": (observe_out_of_sync, "OUT_OF_SYNC", "Current"),
     # kstatus looks at nothing else once an object is being deleted.
     "DELETE_BLOCKED": (delete_blocked, "DELETE_BLOCKED", "Terminating"),
 }

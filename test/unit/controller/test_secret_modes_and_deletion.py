@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from pydantic import SecretStr
 
-from baseten_operator.controller.endings import ReconcileError
+from baseten_operator.controller.shared.endings import ReconcileError
 
 
 def test_observe_reports_what_it_would_write_and_writes_nothing(sh: Any) -> None:
@@ -161,3 +162,68 @@ def test_a_failed_delete_keeps_the_finalizer(sh: Any) -> None:
     assert ("default", "hf-token") in sh.kube.objects
     sh.run()
     assert ("default", "hf-token") not in sh.kube.objects
+
+
+# --- only where it wrote: the team (and name) on record ----------------------------------
+
+
+def test_the_status_records_where_the_value_went(sh: Any) -> None:
+    sh.baseten.teams["red"] = "team-red"
+    sh.secrets.put("hf", {"token": "v"})
+    sh.create(team="red")
+    sh.run()
+    assert (sh.status()["writtenName"], sh.status()["writtenTeam"]) == ("hf_token", "red")
+
+
+def test_a_team_set_after_the_write_deletes_nothing_and_says_so(sh: Any) -> None:
+    """Synced with no team; `team: red` added; the Secret unreadable, so no new write in
+    red; then the CR is deleted: team-red/hf_token was never this CR's to delete."""
+    sh.baseten.teams["red"] = "team-red"
+    sh.baseten.upsert_team_secret("team-red", "hf_token", SecretStr("someone-elses"))
+    deleted_after_sync(sh, deletionPolicy="Delete")
+    assert "writtenTeam" not in sh.status() and sh.status()["writtenName"] == "hf_token"
+    sh.edit(lambda obj: obj["spec"].update(team="red"))
+    sh.secrets.forbidden.add("default")
+    sh.run()
+    assert sh.baseten.called("delete_team_secret") == []
+    assert sh.baseten.called("delete_secret") == []
+    assert sh.events == [
+        (
+            "Warning",
+            "SecretDeleteBlocked",
+            "Not deleting Baseten secret hf_token in team red: this BasetenSecret last wrote "
+            "its value to Baseten secret hf_token in the organisation",
+        )
+    ]
+    assert ("default", "hf-token") not in sh.kube.objects  # let go, retaining both
+
+
+def test_a_namespace_team_changed_since_the_write_deletes_nothing(sh: Any) -> None:
+    sh.baseten.teams.update(red="team-red", blue="team-blue")
+    sh.namespaces.annotate("default", team="red")
+    deleted_after_sync(sh, deletionPolicy="Delete")
+    sh.namespaces.annotate("default", team="blue")
+    sh.secrets.forbidden.add("default")
+    sh.run()
+    assert sh.baseten.called("delete_team_secret") == []
+    assert sh.reasons() == ["SecretDeleteBlocked"]
+
+
+def test_a_status_from_before_the_record_deletes_what_its_fingerprint_proves(sh: Any) -> None:
+    deleted_after_sync(sh, deletionPolicy="Delete")
+    sh.edit(lambda obj: obj["status"].pop("writtenName"))
+    sh.run()
+    assert sh.baseten.called("delete_secret") == [("hf_token",)]
+
+
+def test_a_status_from_before_the_record_that_nothing_proves_deletes_nothing(sh: Any) -> None:
+    deleted_after_sync(sh, deletionPolicy="Delete")
+    sh.edit(lambda obj: obj["status"].pop("writtenName"))
+    sh.secrets.forbidden.add("default")
+    sh.run()
+    assert sh.baseten.called("delete_secret") == []
+    assert sh.events[-1][1:] == (
+        "SecretDeleteBlocked",
+        "Not deleting Baseten secret hf_token in the organisation: this BasetenSecret last "
+        "wrote its value to a place its status does not record (and its Secret cannot prove)",
+    )

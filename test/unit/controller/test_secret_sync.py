@@ -60,7 +60,7 @@ def test_steady_state_writes_nothing(sh: Any) -> None:
     result = sh.run()
     assert sh.upserts() == []
     assert sh.writes == 0 and sh.events == []
-    assert result.requeue_after == sh.timing.steady_after("default/hf-token")
+    assert result.requeue_after == sh.timing.steady_after("default/hf-token", sh.clock.now())
 
 
 def test_a_rotated_value_is_written_once(sh: Any) -> None:
@@ -120,7 +120,7 @@ def test_the_fingerprint_is_keyed_not_a_plain_hash(sh: Any) -> None:
 
 def test_a_failed_write_is_failed_and_retried(sh: Any) -> None:
     from baseten_operator.baseten.errors import BasetenAPIError
-    from baseten_operator.controller.endings import ReconcileError
+    from baseten_operator.controller.shared.endings import ReconcileError
 
     sh.secrets.put("hf", {"token": VALUE})
     sh.create()

@@ -12,7 +12,7 @@ from prometheus_client import generate_latest
 from pydantic import SecretStr
 
 from baseten_operator.baseten.errors import BasetenAPIError
-from baseten_operator.controller.endings import ReconcileError
+from baseten_operator.controller.shared.endings import ReconcileError
 from baseten_operator.runtime.metrics import REGISTRY
 
 VALUE = "s3cr3t-Value-0d9f1c"

@@ -1,5 +1,6 @@
-"""The referenced Secrets' watches (secret_watches.py): one per Secret while a BasetenSecret
-names it, and none left running, or started, once stopped with the manager."""
+"""The referenced Secrets' watches (controller/basetensecret/watches.py): one per Secret
+while a BasetenSecret names it, and none left running, or started, once stopped with the
+manager."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from baseten_operator.controller.secret_watches import ReferencedSecrets
+from baseten_operator.controller.basetensecret.watches import ReferencedSecrets
 from baseten_operator.runtime.errors import Forbidden, NotFound
 
 

@@ -10,8 +10,8 @@ import pytest
 from baseten_operator.baseten.client import BasetenClient
 from baseten_operator.baseten.pool import BasetenClientPool
 from baseten_operator.config import OperatorOptions
-from baseten_operator.controller.ownership import CLAIM_INDEX
-from baseten_operator.controller.setup import (
+from baseten_operator.controller.basetenmodel.ownership import CLAIM_INDEX
+from baseten_operator.controller.basetenmodel.setup import (
     MODEL_NAME_INDEX,
     SETUP_CONFIGMAP_INDEX,
     TenancySources,
@@ -19,7 +19,7 @@ from baseten_operator.controller.setup import (
     enqueue_push_outcome,
     work_queue,
 )
-from baseten_operator.controller.timing import Timing
+from baseten_operator.controller.shared.timing import Timing
 from baseten_operator.main import build_operator, remote_url, run_operator
 from baseten_operator.runtime.client import KubeClient
 from baseten_operator.runtime.clock import FakeClock

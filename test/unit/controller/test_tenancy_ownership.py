@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from baseten_operator.controller.ownership import claim_index, requests_for_claims
+from baseten_operator.controller.basetenmodel.ownership import claim_index, requests_for_claims
 from baseten_operator.runtime.controller import Request
 
 OLDER = "2026-01-01T00:00:00Z"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from baseten_operator.controller.endings import ReconcileError
+from baseten_operator.controller.shared.endings import ReconcileError
 
 
 def violation(h) -> tuple[str, str]:

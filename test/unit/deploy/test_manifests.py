@@ -46,7 +46,7 @@ BASETENMODEL_ROLES = {
 # Where the operator talks to the Kubernetes API: the reconciler's writes, the event recorder,
 # leader election, and the wiring that decides which informers (list + watch) exist.
 KUBE_CALLERS = [
-    *sorted((PACKAGE / "controller").glob("*.py")),
+    *sorted((PACKAGE / "controller").rglob("*.py")),
     PACKAGE / "runtime" / "recorder.py",
     PACKAGE / "runtime" / "leaderelection.py",
 ]

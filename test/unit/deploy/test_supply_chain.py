@@ -263,7 +263,7 @@ def test_the_wheel_holds_the_operator_without_simulators_sandbox_or_tests(wheel:
         "baseten_operator/main.py",
         "baseten_operator/runtime/httpserver.py",
         "baseten_operator/runtime/delegatedauth.py",
-        "baseten_operator/controller/reconciler.py",
+        "baseten_operator/controller/basetenmodel/reconciler.py",
         "baseten_operator/truss/push_child.py",
         "baseten_operator/py.typed",
     ):

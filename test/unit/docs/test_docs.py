@@ -1,7 +1,7 @@
 """The docs stay true: every message text is in the contract, every exported metric in the
 metrics reference, every event reason in the contract's section 10.
 
-Message texts are read from controller/messages.py's source, not called: each f-string (or
+Message texts are read from the messages modules' source, not called: each f-string (or
 plain string) is a template whose `{...}` fields stand for any text. A template is documented
 when one code span of docs/contract.md holds its literal pieces in order, each field
 matched by some text (the doc's own placeholder such as `{name}`, or a literal word).
@@ -23,8 +23,10 @@ from baseten_operator.api.constants import EventReason, event_type
 from baseten_operator.runtime.metrics import REGISTRY
 from testsupport.paths import REPO
 
-MESSAGES = REPO / "baseten_operator" / "controller" / "messages.py"
-SECRET_MESSAGES = REPO / "baseten_operator" / "controller" / "secret_messages.py"
+CONTROLLER = REPO / "baseten_operator" / "controller"
+MESSAGE_MODULES = [
+    CONTROLLER / kind / "messages.py" for kind in ("shared", "basetenmodel", "basetensecret")
+]
 CONTRACT = REPO / "docs" / "contract.md"
 METRICS_DOC = REPO / "docs" / "metrics.md"
 # Packages whose import starts nothing but whose collectors the operator never exports.
@@ -70,8 +72,8 @@ class _Templates(ast.NodeVisitor):
 
 def message_templates() -> list[list[str]]:
     visitor = _Templates()
-    visitor.visit(ast.parse(MESSAGES.read_text()))
-    visitor.visit(ast.parse(SECRET_MESSAGES.read_text()))
+    for module in MESSAGE_MODULES:
+        visitor.visit(ast.parse(module.read_text()))
     return visitor.found
 
 
@@ -96,7 +98,7 @@ def test_every_message_text_is_in_the_contract(template: list[str]) -> None:
     spans = code_spans(CONTRACT.read_text())
     assert any(pattern.search(span) for span in spans), (
         f"docs/contract.md has no `...` span holding the text {'{...}'.join(template)!r} "
-        "of controller/messages.py or controller/secret_messages.py"
+        "of controller/basetenmodel/messages.py or controller/basetensecret/messages.py"
     )
 
 

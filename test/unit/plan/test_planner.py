@@ -11,7 +11,7 @@ import pytest
 from baseten_operator.api.constants import FINALIZER
 from baseten_operator.baseten.errors import BasetenAPIError
 from baseten_operator.baseten.models import DeploymentV1, EnvironmentV1, ModelV1, SecretV1
-from baseten_operator.controller.orphans import OrphanVerdict
+from baseten_operator.controller.basetenmodel.orphans import OrphanVerdict
 from baseten_operator.plan.actions import (
     Activate,
     CancelPromotion,

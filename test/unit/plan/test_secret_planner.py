@@ -12,8 +12,8 @@ import pytest
 from pydantic import SecretStr
 
 from baseten_operator.baseten.models import SecretV1
-from baseten_operator.controller.secret_context import OperatorIdentity
-from baseten_operator.controller.secret_fingerprint import fingerprint, fingerprint_key
+from baseten_operator.controller.basetensecret.context import OperatorIdentity
+from baseten_operator.controller.basetensecret.fingerprint import fingerprint, fingerprint_key
 from baseten_operator.plan.actions import DeleteSecret, UpsertSecret
 from baseten_operator.plan.command import exit_code
 from baseten_operator.plan.inputs import ConfigMaps, from_manifests
@@ -87,7 +87,7 @@ def plan_all(
     )
     return SecretPlanner(
         planner.baseten,
-        planner.secret_rules(),
+        planner.rules(),
         secrets if secrets is not None else PlanSecrets([secret()]),
         clock,
         API_KEY,

@@ -291,3 +291,92 @@ def test_the_newer_environment_settings_round_trip_as_the_spec_says(
     with pytest.raises(jsonschema.ValidationError):
         validate(too_fast, "UpdateEnvironmentRequestV1")
     assert http.patch(url, json=too_fast).status_code == 400
+
+
+def test_metrics_audit_logs_and_logs_match_the_spec(
+    sim: BasetenSimulator, http: requests.Session, clock: FakeClock, validate
+) -> None:
+    """The observability endpoints' answers, with every kind of entry the simulator writes
+    in the audit log (one union member of AuditLogEntryV1.event_data each)."""
+    v1 = sim.api_url
+    mid = sim.seed_model("llama")["id"]
+    good = sim.seed_deployment(mid, "good", autoscaling_settings={"min_replica": 1})["id"]
+    bad = sim.seed_deployment(mid, "bad", autoscaling_settings={"min_replica": 1})["id"]
+    rolling = {"rolling_deploy": True, "rolling_deploy_config": {"stabilization_time_seconds": 60}}
+    sim.seed_environment(mid, "production", current_deployment_id=good, promotion_settings=rolling)
+    for dep in (good, bad):
+        sim.set_traffic_profile(dep, 20, share_5xx=0.05, share_4xx=0.05)
+    model_url = f"{v1}/models/{mid}"
+
+    def ok(response: requests.Response, component: str) -> dict:
+        assert response.status_code == 200, response.text
+        body = response.json()
+        validate(body, component)
+        return body
+
+    # Every event the audit log records, through the API (and the lifecycle: a push).
+    ok(http.post(f"{model_url}/environments", json={"name": "staging"}), "EnvironmentV1")
+    schedules = {"schedules": [], "timezone": "UTC"}
+    http.patch(
+        f"{model_url}/environments/staging",
+        json={
+            "autoscaling_settings": {"max_replica": 2},
+            "autoscaling_schedule_settings": schedules,
+        },
+    )
+    http.patch(f"{model_url}/deployments/{bad}/autoscaling_settings", json={"max_replica": 2})
+    http.post(f"{model_url}/environments/production/promote", json={"deployment_id": bad})
+    clock.advance(30)
+    for signal in ("pause_promotion", "resume_promotion", "force_roll_forward_promotion"):
+        ok(http.post(f"{model_url}/environments/production/{signal}"), "SignalPromotionResponseV1")
+    http.post(f"{model_url}/deployments/{good}/deactivate")
+    http.post(f"{model_url}/deployments/{good}/activate")
+    pushed = sim.engine.create_pushed_deployment(mid, "pushed", files={}, truss_config={})["id"]
+    sim.fail_deployment(pushed, "BUILD_FAILED", reason="the build ran out of disk")
+    http.post(f"{model_url}/deployments/{pushed}/retry")
+    spare = sim.seed_deployment(mid, "spare")["id"]
+    http.delete(f"{model_url}/deployments/{spare}")
+    http.delete(f"{model_url}/environments/staging")
+    clock.advance(60)
+
+    page = ok(http.get(f"{model_url}/audit_logs", params={"limit": 200}), "ListAuditLogsResponseV1")
+    assert {e["event_type"] for e in page["items"]} == {
+        "ENVIRONMENT_CREATED",
+        "ENVIRONMENT_UPDATED",
+        "ENVIRONMENT_DELETED",
+        "MODEL_DEPLOYMENT_AUTOSCALING_SETTINGS_CHANGED",
+        "MODEL_DEPLOYMENT_PROMOTED",
+        "MODEL_PROMOTION_CONTROL_ACTION",
+        "MODEL_DEPLOYMENT_DEACTIVATED",
+        "MODEL_DEPLOYMENT_ACTIVATED",
+        "MODEL_DEPLOYED",
+        "MODEL_DEPLOYMENT_RETRIED",
+        "MODEL_DEPLOYMENT_DELETED",
+    }
+    ok(
+        http.get(
+            f"{model_url}/audit_logs",
+            params={"limit": 2, "event_type_groups": ["PROMOTED", "ENVIRONMENT_SETTINGS"]},
+        ),
+        "ListAuditLogsResponseV1",
+    )
+
+    dep_url = f"{model_url}/deployments/{bad}"
+    for params in (
+        {},
+        {"mode": "SUMMARY"},
+        {"mode": "SERIES", "start_epoch_millis": int(clock.now() * 1000) - 90_000},
+    ):
+        answer = ok(http.get(f"{dep_url}/metrics", params=params), "GetModelMetricsResponseV1")
+        requests_total = answer["metric_descriptors"][1]
+        assert requests_total["name"] == "baseten_inference_requests_total"
+        codes = {labels["status_code"] for labels in requests_total["label_sets"]}
+        assert codes == {"200", "400", "500"}
+
+    logs = ok(http.get(f"{model_url}/deployments/{pushed}/logs"), "GetLogsResponseV1")
+    assert logs["logs"][-1]["message"] == "Model loaded; the deployment is ACTIVE"  # retried
+    errors = ok(
+        http.get(f"{model_url}/deployments/{pushed}/logs", params={"min_level": "ERROR"}),
+        "GetLogsResponseV1",
+    )
+    assert [line["message"] for line in errors["logs"]] == ["the build ran out of disk"]

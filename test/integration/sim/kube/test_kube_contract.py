@@ -1,7 +1,9 @@
 """The Kubernetes API semantics the operator relies on.
 
-Runs against the emulator, and against a real cluster with KUBE_CONTRACT_REAL=1 and
-KUBECONFIG set: every assertion here is what a real API server does.
+Runs on both servers every time: the project's emulator and a real kube-apiserver (built
+from source, testsupport.clusters); KUBE_CONTRACT_REAL=1 with KUBECONFIG puts a cluster of
+your own in the real one's place (conftest.py). Every assertion here is what a real API
+server does.
 """
 
 from __future__ import annotations

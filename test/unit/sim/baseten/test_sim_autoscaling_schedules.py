@@ -333,6 +333,38 @@ def test_schedules_of_the_wrong_shape_are_refused_with_the_reason(
     assert sim.engine.get_environment(model_id, "production")["autoscaling_schedules"] is None
 
 
+def test_the_token_target_takes_any_integer_as_baseten_s_spec_says(
+    sim: BasetenSimulator, clock: FakeClock, model_id: str
+) -> None:
+    """The official spec bounds max_scale_down_rate (1..50) and not target_in_flight_tokens:
+    the simulator must not refuse what Baseten takes (the CRD's minimum of 1 is the
+    operator's own, docs/contract.md section 1)."""
+    settings = overrides(1, 2, target_in_flight_tokens=0)
+    patch(
+        sim,
+        model_id,
+        {
+            "autoscaling_settings": {"target_in_flight_tokens": 0},
+            "autoscaling_schedule_settings": {
+                "schedules": [
+                    schedule(
+                        "s",
+                        "ONE_TIME",
+                        settings,
+                        start_at="2030-01-01T00:00:00Z",
+                        end_at="2030-01-02T00:00:00Z",
+                    )
+                ]
+            },
+        },
+    )
+    clock.advance(D.environment_update)
+    environment = sim.engine.get_environment(model_id, "production")
+    assert environment["autoscaling_settings"]["target_in_flight_tokens"] == 0
+    [stored] = environment["autoscaling_schedules"]["schedules"]
+    assert stored["autoscaling_settings"]["target_in_flight_tokens"] == 0
+
+
 def test_an_unknown_timezone_is_refused(sim: BasetenSimulator, model_id: str) -> None:
     with pytest.raises(SimError) as refused:
         patch(sim, model_id, {"autoscaling_schedule_settings": {"timezone": "Mars/Olympus"}})
