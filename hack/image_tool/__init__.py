@@ -8,3 +8,7 @@ the Dockerfile with whatever engine the machine has (`python -m image_tool`, PYT
 - `sbom`: the CycloneDX SBOM of the locked closure;
 - `build`: the build itself, its labels, and the record it leaves beside the SBOM.
 """
+
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]  # the checkout: the build's context

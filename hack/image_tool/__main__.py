@@ -15,8 +15,8 @@ from pathlib import Path
 
 from baseten_operator.sim.realkube.build import cache_home
 
-from . import engines, sbom, wheelhouse
-from .build import REPO, build, version
+from . import REPO, engines, sbom, wheelhouse
+from .build import build, version
 
 CANNOT = 3
 # What `make test` builds and the image tier runs: podman (its containers reach the host's

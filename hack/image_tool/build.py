@@ -23,10 +23,9 @@ from filelock import FileLock
 
 from baseten_operator.sim.realkube.build import cache_home
 
-from . import bases, sbom, wheelhouse
+from . import REPO, bases, sbom, wheelhouse
 from .engines import Engine
 
-REPO = Path(__file__).resolve().parents[2]
 DOCKERFILE = REPO / "Dockerfile"
 RECORD = "build.json"
 STAGE_REPOSITORY = "baseten-operator-build-stage"

@@ -8,7 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+from . import REPO
+
 CYCLONEDX = Path(sys.executable).with_name("cyclonedx-py")
 INPUTS = (REPO / "requirements.lock", REPO / "pyproject.toml")
 

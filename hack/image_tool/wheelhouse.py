@@ -13,7 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+from . import REPO
+
 LOCKS = ("requirements.lock", "requirements-build.lock")
 PIP_TIMEOUT = 30 * 60.0
 

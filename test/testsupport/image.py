@@ -58,7 +58,6 @@ def build_tier() -> TierImage:
     return TierImage(json.loads(RECORD.read_text()))
 
 
-@dataclass(frozen=True)
 class Podman:
     """podman with the settings the image is built with (hack/image_tool/containers.conf)."""
 

@@ -50,8 +50,9 @@ PLACEMENT_FIELDS = {
     "topologySpreadConstraints", "affinity", "nodeSelector", "tolerations",
     "priorityClassName", "schedulerName",
 }  # fmt: skip
-# What the API server fills in when the manifest leaves it out, only with those defaults: one
-# container run once, on the host's resolver, its termination message in the default place.
+# What the API server fills in when the manifest leaves it out, accepted only with those
+# defaults: the container is run once, its termination message where the kubelet reads it, and
+# names resolve through podman's resolver (there is no cluster DNS to put first).
 SERVER_DEFAULTS = {"dnsPolicy": "ClusterFirst", "restartPolicy": "Always"}
 CONTAINER_DEFAULTS = {
     "terminationMessagePath": "/dev/termination-log",
