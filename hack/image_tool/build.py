@@ -122,10 +122,11 @@ def build(engine: Engine, *, tag: str, wheelhouse_dir: Path | None, out: Path, s
 def _tagged(engine: Engine, tag: str, *arguments: str) -> str:
     """Build the image `tag` names; the one it named before is removed, unless another tag or
     a container (a test running it) still uses it: each is a few hundred MB."""
-    before = engine.run("image", "inspect", "--format", "{{.Id}}", tag, check=False).stdout
+    inspected = engine.run("image", "inspect", "--format", "{{.Id}}", tag, check=False)
+    before = inspected.stdout.strip().removeprefix("sha256:")  # Docker says it, podman not
     built = _build(engine, *arguments, "--tag", tag)
-    if before.strip() and before.strip() != built.removeprefix("sha256:"):
-        engine.run("image", "rm", before.strip(), check=False)
+    if before and before != built.removeprefix("sha256:"):
+        engine.run("image", "rm", before, check=False)
     return built
 
 
