@@ -17,6 +17,8 @@ PLURAL = "basetenmodels"
 SINGULAR = "basetenmodel"
 SHORT_NAME = "bm"
 FINALIZER = "models.baseten.com/finalizer"
+# A new value lets a rolled-back candidate be promoted (and analysed) again.
+REANALYZE_ANNOTATION = "models.baseten.com/reanalyze"
 
 
 # Plain data: naming the resource does not import the kube client (runtime/resource.py).
@@ -116,6 +118,9 @@ DELETE_BLOCKED = "DELETE_BLOCKED"
 ACTIVATING = "ACTIVATING"
 # Another CR owns this (team, model, environment): Ready False, Progressing False.
 CONFLICT = "CONFLICT"
+# The analysis rolled the candidate back (docs/contract.md section 14): the previous
+# deployment serves; nothing moves on until the spec (or models.baseten.com/reanalyze) does.
+ROLLED_BACK = "ROLLED_BACK"
 
 # status.trussPushStatus values.
 TRUSS_PUSHING: Final = "TRUSS_PUSHING"
@@ -166,6 +171,9 @@ class EventReason(StrEnum):
     ORPHAN_DEPLOYMENTS_DELETED = "OrphanDeploymentsDeleted"
     DEPLOYMENT_RETRIED = "DeploymentRetried"
     MODEL_DELETED = "ModelDeleted"
+    ANALYSIS_PASSED = "AnalysisPassed"
+    PROMOTION_HELD = "PromotionHeld"
+    PROMOTION_RESUMED = "PromotionResumed"
     # Warning
     MODEL_NOT_FOUND = "ModelNotFound"
     ENVIRONMENT_CREATE_FAILED = "EnvironmentCreateFailed"
@@ -185,6 +193,8 @@ class EventReason(StrEnum):
     MODEL_DELETE_FAILED = "ModelDeleteFailed"
     ENVIRONMENT_CONFLICT = "EnvironmentConflict"
     POLICY_VIOLATION = "PolicyViolation"
+    ANALYSIS_CHECK_FAILED = "AnalysisCheckFailed"
+    PROMOTION_ROLLED_BACK = "PromotionRolledBack"
     # BasetenSecret
     SECRET_SYNCED = "SecretSynced"
     SECRET_DELETED = "SecretDeleted"
@@ -212,6 +222,8 @@ WARNING_REASONS = frozenset(
         EventReason.MODEL_DELETE_FAILED,
         EventReason.ENVIRONMENT_CONFLICT,
         EventReason.POLICY_VIOLATION,
+        EventReason.ANALYSIS_CHECK_FAILED,
+        EventReason.PROMOTION_ROLLED_BACK,
         EventReason.SECRET_SYNC_FAILED,
         EventReason.SECRET_DELETE_BLOCKED,
     }

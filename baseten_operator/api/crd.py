@@ -17,6 +17,13 @@ import yaml
 from pydantic import BaseModel
 
 from baseten_operator.api import constants
+from baseten_operator.api.analysis import (
+    INTERVAL_MIN,
+    INTERVAL_MIN_MESSAGE,
+    ONE_CHECK_MESSAGE,
+    PROMETHEUS_BOUND_MESSAGE,
+    STEPPED_PROMOTION_MESSAGE,
+)
 from baseten_operator.api.types import (
     DAILY_REQUIRES_HOURS_MESSAGE,
     HOURS_ONLY_DAILY_MESSAGE,
@@ -86,6 +93,30 @@ SCHEDULE_RULES = [
     },
 ]
 
+# Progressive delivery (api/analysis.py): the validators' rules, for the API server.
+STEPPED_PROMOTION_RULE = {
+    "rule": "!has(self.promotion) || !has(self.promotion.analysis) || "
+    "(has(self.environment.promotionSettings) && "
+    "((has(self.environment.promotionSettings.rollingDeploy) && "
+    "self.environment.promotionSettings.rollingDeploy) || "
+    "(has(self.environment.promotionSettings.rampUpWhilePromoting) && "
+    "self.environment.promotionSettings.rampUpWhilePromoting)))",
+    "message": STEPPED_PROMOTION_MESSAGE,
+}
+INTERVAL_RULE = {
+    "rule": f"duration(self.interval) >= duration('{INTERVAL_MIN}')",
+    "message": INTERVAL_MIN_MESSAGE,
+}
+ONE_CHECK_RULE = {
+    "rule": "(has(self.errorRatio) ? 1 : 0) + (has(self.latency) ? 1 : 0) + "
+    "(has(self.prometheus) ? 1 : 0) == 1",
+    "message": ONE_CHECK_MESSAGE,
+}
+PROMETHEUS_BOUND_RULE = {
+    "rule": "has(self.max) || has(self.min)",
+    "message": PROMETHEUS_BOUND_MESSAGE,
+}
+
 PRINTER_COLUMNS: list[dict[str, Any]] = [
     {"name": "Model", "type": "string", "jsonPath": ".spec.modelName"},
     {"name": "Environment", "type": "string", "jsonPath": ".spec.environment.name"},
@@ -100,6 +131,7 @@ PRINTER_COLUMNS: list[dict[str, Any]] = [
         "type": "string",
         "jsonPath": ".status.candidateDeploymentName",
     },
+    {"name": "Analysis", "type": "string", "jsonPath": ".status.promotion.analysis.phase"},
     {"name": "Message", "type": "string", "jsonPath": ".status.message", "priority": 1},
     {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
 ]
@@ -227,7 +259,11 @@ def object_schema(description: str, spec: JsonSchema, status: JsonSchema) -> Jso
 def spec_schema() -> JsonSchema:
     schema = structural_schema(BasetenModelSpec)
     schema["description"] = "Desired state of the model in its Baseten environment."
-    schema["x-kubernetes-validations"] = [dict(ONE_OF_RULE), dict(TEAM_RULE)]
+    schema["x-kubernetes-validations"] = [
+        dict(ONE_OF_RULE),
+        dict(TEAM_RULE),
+        dict(STEPPED_PROMOTION_RULE),
+    ]
     environment = schema["properties"]["environment"]["properties"]
     environment["autoscaling"]["x-kubernetes-validations"] = [dict(REPLICAS_RULE)]
     resources = schema["properties"]["trussConfig"]["properties"]["resources"]
@@ -240,6 +276,16 @@ def spec_schema() -> JsonSchema:
     schedule["x-kubernetes-validations"] = [dict(rule) for rule in SCHEDULE_RULES]
     schedule["properties"]["weekdays"]["x-kubernetes-list-type"] = "set"
     schedule["properties"]["autoscaling"]["x-kubernetes-validations"] = [dict(REPLICAS_RULE)]
+    analysis = schema["properties"]["promotion"]["properties"]["analysis"]
+    analysis["x-kubernetes-validations"] = [dict(INTERVAL_RULE)]
+    metrics = analysis["properties"]["metrics"]
+    # Keyed by name: unique (the API server refuses a duplicate), merged one by one.
+    metrics["x-kubernetes-list-type"] = "map"
+    metrics["x-kubernetes-list-map-keys"] = ["name"]
+    metric = metrics["items"]
+    metric["x-kubernetes-validations"] = [dict(ONE_CHECK_RULE)]
+    prometheus = metric["properties"]["prometheus"]
+    prometheus["x-kubernetes-validations"] = [dict(PROMETHEUS_BOUND_RULE)]
     return schema
 
 

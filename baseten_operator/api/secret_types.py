@@ -6,57 +6,35 @@ bound of the CRD (api/secret_crd.py) that the API server enforces.
 
 from __future__ import annotations
 
-import re
-
 from pydantic import Field, model_validator
 
-from baseten_operator.api.constants import Mode, SecretDeletionPolicy
-from baseten_operator.api.types import (
-    KUBE_NAME_MAX,
+from baseten_operator.api.base import (
+    DURATION_PATTERN,
     MESSAGE_MAX,
     NAME_MAX,
     SHORT_MAX,
     TIME_MAX,
     ApiModel,
-    ConditionedStatus,
+    SecretKeyRef,
+    duration_seconds,
 )
+from baseten_operator.api.constants import Mode, SecretDeletionPolicy
+from baseten_operator.api.types import ConditionedStatus
 
 # Baseten's spec states no pattern or bound for a secret's name; its examples are
 # identifiers (`hf_token`), and the name is a path segment of DELETE. Letters, digits, `_`,
 # `-` and `.` keep it one segment that needs no escaping anywhere it is written.
 SECRET_NAME_PATTERN = r"^[A-Za-z0-9_.-]+$"
-# Kubernetes Secret keys: alphanumerics, `-`, `_` and `.` (validation.IsConfigMapKey).
-SECRET_KEY_PATTERN = r"^[-._a-zA-Z0-9]+$"
 # The largest value written to Baseten: Baseten documents none; 64 KiB is far above any
 # token or credential file and bounds what one pass holds and sends.
 SECRET_VALUE_MAX_BYTES = 64 * 1024
-# reassertInterval is a Kubernetes duration (metav1.Duration, as Flux's `interval`):
-# numbers with units, `24h`, `90m`, `1h30m`. Units below a second are left out: the
-# shortest interval is a minute, since each rewrite is a Baseten write (and an audit entry).
-DURATION_PATTERN = r"^([0-9]+(\.[0-9]+)?(h|m|s))+$"
+# reassertInterval (a Kubernetes duration) is at least a minute, since each rewrite is a
+# Baseten write (and an audit entry).
 REASSERT_MIN = "1m"
 REASSERT_MIN_MESSAGE = f"reassertInterval must be at least {REASSERT_MIN}"
-_DURATION_PART = re.compile(r"([0-9]+(?:\.[0-9]+)?)(h|m|s)")
-_UNIT_SECONDS = {"h": 3600.0, "m": 60.0, "s": 1.0}
 FINGERPRINT_MAX = 128
 
 NAME_IMMUTABLE_MESSAGE = "name is immutable"
-
-
-class SecretKeyRef(ApiModel):
-    name: str = Field(
-        ...,
-        min_length=1,
-        max_length=KUBE_NAME_MAX,
-        description="Name of the Secret, in the BasetenSecret's namespace.",
-    )
-    key: str = Field(
-        ...,
-        min_length=1,
-        max_length=KUBE_NAME_MAX,
-        pattern=SECRET_KEY_PATTERN,
-        description="Key of the Secret whose value is written to Baseten.",
-    )
 
 
 class BasetenSecretSpec(ApiModel):
@@ -107,11 +85,6 @@ class BasetenSecretSpec(ApiModel):
         if self.reassert_interval is None:
             return None
         return duration_seconds(self.reassert_interval)
-
-
-def duration_seconds(text: str) -> float:
-    """Seconds in a duration DURATION_PATTERN accepts (`1h30m`: 5400)."""
-    return sum(float(n) * _UNIT_SECONDS[unit] for n, unit in _DURATION_PART.findall(text))
 
 
 class BasetenSecretStatus(ConditionedStatus):

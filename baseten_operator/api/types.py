@@ -8,11 +8,32 @@ here is a bound the API server enforces.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
-from pydantic.alias_generators import to_camel
+from pydantic import Field, model_validator
 
+from baseten_operator.api.analysis import (
+    STEPPED_PROMOTION_MESSAGE,
+    AnalysisStatus,
+    Promotion,
+    PromotionControl,
+)
+from baseten_operator.api.base import (
+    COMMAND_MAX,
+    ENVIRONMENT_NAME_MAX,
+    IMAGE_MAX,
+    KUBE_NAME_MAX,
+    MAP_MAX,
+    MESSAGE_MAX,
+    NAME_MAX,
+    PATH_MAX,
+    SCRIPT_MAX,
+    SHORT_MAX,
+    TIME_MAX,
+    ApiModel,
+    BoundedMap,
+    Tag,
+)
 from baseten_operator.api.constants import (
     DeletionPolicy,
     Mode,
@@ -23,23 +44,6 @@ from baseten_operator.api.constants import (
 )
 
 ENVIRONMENT_NAME_PATTERN = r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$"
-
-# Bounds on every string and map of the resource (the CRD's maxLength / maxProperties): one
-# oversized field must never make an object the API server refuses to store, nor flood
-# statuses and logs. Names follow their owner's limits (Kubernetes: 253 for object names and
-# keys, 63 for labels-like environment names); free text gets room for any sensible use.
-NAME_MAX = 255  # Baseten model and deployment names
-ENVIRONMENT_NAME_MAX = 63
-KUBE_NAME_MAX = 253  # ConfigMap names and keys, secret names, variable names, hosts
-IMAGE_MAX = 1024
-SCRIPT_MAX = 262144  # setupScript.inline (a ConfigMap holds larger ones)
-VALUE_MAX = 8192  # an environment variable's or secret map's value
-COMMAND_MAX = 4096
-PATH_MAX = 1024  # endpoints, free text like descriptions
-SHORT_MAX = 64  # enum-like words: accelerator, python version, auth method, statuses
-MESSAGE_MAX = 1024  # status.message and condition messages (the operator cuts longer ones)
-TIME_MAX = 64  # RFC 3339 timestamps
-MAP_MAX = 100  # properties of any map, items of any list
 
 MAX_REPLICAS_RULE_MESSAGE = "minReplicas must be less than or equal to maxReplicas"
 RESOURCES_RULE_MESSAGE = "one of accelerator or cpu must be set"
@@ -52,27 +56,6 @@ DAILY_REQUIRES_HOURS_MESSAGE = "startHour and endHour are required for DAILY sch
 HOURS_ONLY_DAILY_MESSAGE = "startHour and endHour are only valid for DAILY schedules"
 SCHEDULES_MAX = 10  # schedules per environment (the Go operator's bound)
 ERROR_MAX = 515  # status.trussPushLastError: 512 bytes of the error, then "..."
-
-
-# Map keys and values, list items: bounded like fields (keys become a CEL rule in the CRD).
-KubeName = Annotated[str, StringConstraints(max_length=KUBE_NAME_MAX)]
-MapValue = Annotated[str, StringConstraints(max_length=VALUE_MAX)]
-Tag = Annotated[str, StringConstraints(max_length=NAME_MAX)]
-BoundedMap = dict[KubeName, MapValue]
-
-
-class ApiModel(BaseModel):
-    model_config = ConfigDict(
-        alias_generator=to_camel,
-        populate_by_name=True,
-        extra="ignore",
-        use_enum_values=False,
-    )
-
-
-def to_wire(model: BaseModel) -> dict[str, Any]:
-    """The object as the API server stores it: camelCase keys, unset fields omitted."""
-    return model.model_dump(by_alias=True, exclude_none=True, mode="json")
 
 
 # --- environment -------------------------------------------------------------------------
@@ -472,6 +455,20 @@ class BasetenModelSpec(ApiModel):
     orphan_deployment_cleanup: OrphanDeploymentCleanup | None = Field(
         default=None, description="Scale in and delete deployments no environment uses."
     )
+    promotion: Promotion | None = Field(
+        default=None,
+        description="Progressive delivery of this resource's promotions: a manual hold, and "
+        "analysis of the candidate's own metrics.",
+    )
+
+    @model_validator(mode="after")
+    def _analysis_needs_steps(self) -> BasetenModelSpec:
+        if self.promotion is None or self.promotion.analysis is None:
+            return self
+        settings = self.environment.promotion_settings
+        if settings is None or not (settings.rolling_deploy or settings.ramp_up_while_promoting):
+            raise ValueError(STEPPED_PROMOTION_MESSAGE)
+        return self
 
     @model_validator(mode="after")
     def _exactly_one_source(self) -> BasetenModelSpec:
@@ -532,6 +529,13 @@ class PromotionProgress(ApiModel):
     traffic_percent: int | None = Field(
         default=None, description="Traffic routed to the candidate, in percent."
     )
+    analysis: AnalysisStatus | None = Field(
+        default=None, description="The analysis of this resource's candidate (spec.promotion)."
+    )
+    control: PromotionControl | None = Field(
+        default=None,
+        description="The last pause, resume or rollback this resource asked of Baseten.",
+    )
 
 
 class ConditionedStatus(ApiModel):
@@ -583,6 +587,14 @@ class BasetenModelStatus(ConditionedStatus):
         alias="cancellingDeploymentID",
         description="Candidate whose promotion this CR is cancelling: on record before the "
         "cancel call, cleared once Baseten no longer promotes it.",
+    )
+    rolled_back_deployment_id: str | None = Field(
+        max_length=NAME_MAX,
+        default=None,
+        alias="rolledBackDeploymentID",
+        description="The candidate the analysis rolled back: never promoted again by this "
+        "resource until the spec names another source or models.baseten.com/reanalyze "
+        "changes.",
     )
     cancel_acknowledged_time: str | None = Field(
         max_length=TIME_MAX,

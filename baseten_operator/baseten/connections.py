@@ -114,15 +114,23 @@ class Connections:
     """Kept-alive connections to one base URL, directly or through a proxy."""
 
     def __init__(
-        self, base_url: str, pool_size: int = 32, environ: Mapping[str, str] = os.environ
+        self,
+        base_url: str,
+        pool_size: int = 32,
+        environ: Mapping[str, str] = os.environ,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
+        """`tls`: the context an https base URL is verified with (default: the CAs the
+        environment names, else certifi's)."""
         parts = urlsplit(base_url)
         # Loading the trusted CAs costs about 2.5 MB and 30 ms: only an https base URL
         # (every real one) needs them; a plain-HTTP one (a simulator) never verifies.
         https = parts.scheme == "https"
         proxy = proxy_for(base_url, environ)
         self._proxies = {} if proxy is None else {parts.scheme: proxy}
-        self._adapter = _Adapter(trusted_context(environ) if https else None, pool_size)
+        if https and tls is None:
+            tls = trusted_context(environ)
+        self._adapter = _Adapter(tls if https else None, pool_size)
         self._origin = f"{parts.scheme}://{parts.netloc}"
 
     def send(

@@ -147,6 +147,44 @@ class CancelPromotion(Action):
 
 
 @dataclass(frozen=True)
+class PromotionSignal(Action):
+    """A signal to this CR's own stepped promotion in progress (docs/contract.md 14): the
+    hold, the Gate's pause and resume, the analysis' rollback."""
+
+    verb: ClassVar[str]
+    environment: str
+    deployment: str | None  # the candidate being promoted
+    deployment_id: str | None
+
+    def describe(self) -> str:
+        return f"{self.verb} promotion in {self.environment} of {self.deployment or '(unknown)'}"
+
+
+@dataclass(frozen=True)
+class PausePromotion(PromotionSignal):
+    type: ClassVar[str] = "pause-promotion"
+    verb: ClassVar[str] = "pause"
+
+
+@dataclass(frozen=True)
+class ResumePromotion(PromotionSignal):
+    type: ClassVar[str] = "resume-promotion"
+    verb: ClassVar[str] = "resume"
+
+
+@dataclass(frozen=True)
+class RollBackPromotion(PromotionSignal):
+    type: ClassVar[str] = "rollback-promotion"
+    verb: ClassVar[str] = "roll back"
+
+
+@dataclass(frozen=True)
+class RollForwardPromotion(PromotionSignal):
+    type: ClassVar[str] = "roll-forward-promotion"
+    verb: ClassVar[str] = "roll forward"
+
+
+@dataclass(frozen=True)
 class Retry(Action):
     type: ClassVar[str] = "retry"
     deployment: str

@@ -10,6 +10,7 @@ from typing import Any
 
 from baseten_operator.baseten.client import API_KEY_ENV
 from baseten_operator.baseten.errors import ConfigError
+from baseten_operator.controller.shared.secrets import DirectSecrets
 from baseten_operator.controller.shared.timing import Timing
 from baseten_operator.main import operator_identity, operator_namespace
 from baseten_operator.plan.inputs import (
@@ -31,6 +32,7 @@ from baseten_operator.plan.world import (
     read_only_client_from_env,
     read_only_clients,
 )
+from baseten_operator.prometheus.client import PrometheusClient
 from baseten_operator.runtime.client import KubeClient
 from baseten_operator.runtime.clock import Clock, RealClock
 from baseten_operator.runtime.errors import ApiError
@@ -110,6 +112,8 @@ def run_plan(args: argparse.Namespace, clock: Clock | None = None) -> int:
             Timing.scaled(args.time_scale),
             tenancy=tenancy,
             namespace_client=read_only_clients(client.base_url, args.baseten_timeout),
+            secrets=DirectSecrets(kube) if kube is not None else None,
+            prometheus=PrometheusClient(),
         )
         plans = planner.plan(inputs.models, destroy=args.destroy)
         secret_plans = SecretPlanner(

@@ -15,6 +15,7 @@ from typing import Any
 
 import structlog
 
+from baseten_operator.api.base import to_wire
 from baseten_operator.api.constants import (
     BUILD_STOPPED,
     CONFLICT,
@@ -27,7 +28,7 @@ from baseten_operator.api.constants import (
     EventReason,
     Mode,
 )
-from baseten_operator.api.types import BasetenModelSpec, to_wire
+from baseten_operator.api.types import BasetenModelSpec
 from baseten_operator.baseten.errors import BasetenAPIError
 from baseten_operator.baseten.pool import BasetenClientPool, MakeClient
 from baseten_operator.baseten.settings import detect_drift
@@ -42,6 +43,7 @@ from baseten_operator.controller.basetenmodel.setup import model_name_index
 from baseten_operator.controller.basetenmodel.status import StatusWriter, parse_status
 from baseten_operator.controller.shared.endings import PassEnded, ReconcileError
 from baseten_operator.controller.shared.finalizers import has_finalizer
+from baseten_operator.controller.shared.ports import PrometheusAPI, SecretSource
 from baseten_operator.controller.shared.specs import parse_spec
 from baseten_operator.controller.shared.tenancy import Tenancy
 from baseten_operator.controller.shared.timing import Timing
@@ -93,6 +95,8 @@ class ModelPlan:
         default_factory=lambda: {"deploymentStatus": None, "message": None}
     )
     source: dict[str, Any] | None = None
+    # Section 14: the analysis of the CR's candidate as the pass leaves it.
+    analysis: dict[str, Any] | None = None
     error: str | None = None
 
     @property
@@ -137,6 +141,10 @@ class Planner:
     rng: Callable[[], float] = random.random
     tenancy: TenancyView = field(default_factory=TenancyView.unknown)
     namespace_client: MakeClient | None = None
+    # Section 14's Prometheus checks, read-only: the Secrets of their tokens (with the
+    # cluster) and Prometheus itself.
+    secrets: SecretSource | None = None
+    prometheus: PrometheusAPI | None = None
     _rules: Tenancy | None = field(default=None, init=False, repr=False)
 
     def plan(self, objects: list[dict[str, Any]], *, destroy: bool = False) -> list[ModelPlan]:
@@ -209,6 +217,8 @@ class Planner:
             pusher=RecordingPusher(self.baseten.ledger, running),
             random=self.rng,
             tenancy=self.rules(),
+            secrets=self.secrets,
+            prometheus=self.prometheus,
         )
 
     def _plan_one(self, obj: dict[str, Any], world: _World, running: set[str]) -> ModelPlan:
@@ -246,6 +256,18 @@ class Planner:
             "deploymentStatus": status.deployment_status,
             "message": status.message,
         }
+        analysis = status.promotion.analysis if status.promotion is not None else None
+        if analysis is not None:
+            result.analysis = {
+                "phase": analysis.phase,
+                "checks": analysis.checks,
+                "consecutiveFailures": analysis.consecutive_failures,
+                "nextCheckTime": analysis.next_check_time,
+                "results": [
+                    {"name": r.name, "verdict": r.verdict, "message": r.message}
+                    for r in analysis.results or []
+                ],
+            }
         self._explain(result, obj, stored, spec, deps)
         return result
 

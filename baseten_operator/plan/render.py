@@ -49,6 +49,7 @@ def item_json(plan: ModelPlan) -> dict[str, Any]:
             for v in plan.orphans
         ],
         "source": plan.source,
+        "analysis": plan.analysis,
         "status": plan.status,
         "events": _events(plan),
         "error": plan.error,
@@ -101,6 +102,13 @@ def _block(plan: ModelPlan) -> list[str]:
     if plan.orphans:
         lines.append("  orphans:")
         lines.extend(f"    {v.name}: {v.reason}" for v in plan.orphans)
+    if plan.analysis is not None:
+        analysis = plan.analysis
+        lines.append(
+            f"  analysis: {analysis['phase']}, {analysis['checks']} checks, "
+            f"{analysis['consecutiveFailures']} failed in a row"
+        )
+        lines.extend(f"    {r['verdict']}: {r['message']}" for r in analysis["results"])
     return lines
 
 

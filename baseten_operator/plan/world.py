@@ -14,8 +14,9 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, TypeVar
 
 import requests
@@ -23,15 +24,19 @@ from pydantic import SecretStr
 
 from baseten_operator.baseten.client import BasetenClient
 from baseten_operator.baseten.connections import Connections, HttpSender
+from baseten_operator.baseten.deployment_metrics import DeploymentMetrics
 from baseten_operator.baseten.errors import AmbiguousName, BasetenAPIError, RateLimited
 from baseten_operator.baseten.models import (
     CANCELED,
+    AuditLogPage,
     CancelPromotionAck,
     DeploymentV1,
     EnvironmentV1,
+    LogV1,
     ModelV1,
     RetryResult,
     SecretV1,
+    SignalPromotionAck,
     TeamV1,
 )
 from baseten_operator.baseten.schedules import TIMEZONE_FIELD, TimezoneChange
@@ -45,9 +50,14 @@ from baseten_operator.plan.actions import (
     DeleteModel,
     DeleteOrphan,
     DeleteSecret,
+    PausePromotion,
     Promote,
+    PromotionSignal,
     Push,
+    ResumePromotion,
     Retry,
+    RollBackPromotion,
+    RollForwardPromotion,
     ScaleInOrphan,
     ScheduleChange,
     SettingChange,
@@ -388,6 +398,100 @@ class RecordingBaseten:
         # Answered as a promotion stopped at once, so the plan goes on to what the pass
         # would do next (the promote of a forward fix); a ramp-down would only delay it.
         return CancelPromotionAck(status=CANCELED, message="planned")
+
+    def pause_promotion(self, model_id: str, env_name: str) -> SignalPromotionAck:
+        return self._signal(PausePromotion, model_id, env_name)
+
+    def resume_promotion(self, model_id: str, env_name: str) -> SignalPromotionAck:
+        return self._signal(ResumePromotion, model_id, env_name)
+
+    def force_cancel_promotion(self, model_id: str, env_name: str) -> SignalPromotionAck:
+        return self._signal(RollBackPromotion, model_id, env_name)
+
+    def force_roll_forward_promotion(self, model_id: str, env_name: str) -> SignalPromotionAck:
+        return self._signal(RollForwardPromotion, model_id, env_name)
+
+    def _signal(
+        self, action: type[PromotionSignal], model_id: str, env_name: str
+    ) -> SignalPromotionAck:
+        environment = self.ledger.environment_seen(model_id, env_name)
+        candidate = environment.candidate_deployment if environment else None
+        self._record(
+            action(
+                env_name,
+                candidate.name if candidate else None,
+                candidate.id if candidate else None,
+            )
+        )
+        return SignalPromotionAck(success=True)
+
+    def get_deployment_metrics(
+        self,
+        model_id: str,
+        deployment_id: str,
+        *,
+        mode: str,
+        start_ms: int | None = None,
+        end_ms: int | None = None,
+        metrics: Sequence[str] = (),
+    ) -> DeploymentMetrics:
+        def read() -> DeploymentMetrics:
+            return self._client.get_deployment_metrics(
+                model_id,
+                deployment_id,
+                mode=mode,
+                start_ms=start_ms,
+                end_ms=end_ms,
+                metrics=metrics,
+            )
+
+        return self._read(read)
+
+    def list_audit_logs(
+        self,
+        model_id: str,
+        *,
+        event_type_groups: Sequence[str] = (),
+        start: datetime | None = None,
+        end: datetime | None = None,
+        limit: int = 20,
+        cursor: str | None = None,
+    ) -> AuditLogPage:
+        def read() -> AuditLogPage:
+            return self._client.list_audit_logs(
+                model_id,
+                event_type_groups=event_type_groups,
+                start=start,
+                end=end,
+                limit=limit,
+                cursor=cursor,
+            )
+
+        return self._read(read)
+
+    def get_deployment_logs(
+        self,
+        model_id: str,
+        deployment_id: str,
+        *,
+        min_level: str | None = None,
+        limit: int = 500,
+        start_ms: int | None = None,
+        end_ms: int | None = None,
+        direction: str | None = None,
+    ) -> list[LogV1]:
+        def read() -> list[LogV1]:
+            return self._client.get_deployment_logs(
+                model_id,
+                deployment_id,
+                min_level=min_level,
+                limit=limit,
+                start_ms=start_ms,
+                end_ms=end_ms,
+                direction=direction,
+            )
+
+        return self._read(read)
 
 
 def _copy(settings: Mapping[str, Any] | None) -> dict[str, Any] | None:

@@ -20,6 +20,8 @@ from testsupport.polling import wait_for
 
 pytestmark = pytest.mark.e2e
 
+ANALYSED_ERRORS = {"name": "errors", "errorRatio": {"maxPercent": 2}}
+
 MANY = 100_000  # uses of a fault: it stays until the story clears it
 
 
@@ -250,6 +252,37 @@ def test_a_failed_source_lookup_is_not_reported_as_not_found(faults: Stack) -> N
                 },
             },
             "minReplicas must be less than or equal to maxReplicas",
+        ),
+        # Section 14's rules, as the real API server's CEL evaluates them.
+        (
+            {
+                "sourceDeploymentName": "build-1",
+                "promotion": {"analysis": {"metrics": [ANALYSED_ERRORS]}},
+            },
+            "promotion.analysis needs environment.promotionSettings.rollingDeploy or "
+            "rampUpWhilePromoting",
+        ),
+        (
+            {
+                "sourceDeploymentName": "build-1",
+                "environment": {"name": "production", "promotionSettings": {"rollingDeploy": True}},
+                "promotion": {"analysis": {"interval": "20s", "metrics": [ANALYSED_ERRORS]}},
+            },
+            "interval must be at least 30s",
+        ),
+        (
+            {
+                "sourceDeploymentName": "build-1",
+                "environment": {"name": "production", "promotionSettings": {"rollingDeploy": True}},
+                "promotion": {
+                    "analysis": {
+                        "metrics": [
+                            {"name": "q", "prometheus": {"address": "http://p:9090", "query": "up"}}
+                        ]
+                    }
+                },
+            },
+            "max or min must be set",
         ),
     ],
 )

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from baseten_operator.api.analysis import AnalysisStatus, PromotionControl
 from baseten_operator.api.constants import (
     TRUSS_PUSH_DONE,
     TRUSS_PUSH_FAILED,
@@ -24,8 +25,10 @@ from baseten_operator.controller.shared.ports import (
     KubeAPI,
     Lookup,
     ObjectCache,
+    PrometheusAPI,
     Pusher,
     Recorder,
+    SecretSource,
 )
 from baseten_operator.controller.shared.timing import Timing
 from baseten_operator.runtime.clock import Clock, format_rfc3339, rfc3339
@@ -64,6 +67,10 @@ class Dependencies:
     random: Callable[[], float] = field(default=random.random)
     # Namespace policy, ownership and per-namespace keys; None: one tenant (no rules).
     tenancy: Tenancy | None = None
+    # Section 14's Prometheus checks: the Secrets of their tokens and CAs, and Prometheus
+    # itself; None: such a check is inconclusive (it cannot be asked).
+    secrets: SecretSource | None = None
+    prometheus: PrometheusAPI | None = None
 
 
 @dataclass
@@ -111,12 +118,19 @@ class Pass(ObjectPass[Dependencies, BasetenModelSpec, BasetenModelStatus]):
         status.active_deployment_name = current.name if current else None
         status.active_replica_count = current.active_replica_count if current else None
         promotion = environment.in_progress_promotion
+        kept = status.promotion  # what this CR recorded of its own promotion stays
+        analysis = kept.analysis if kept is not None else None
+        control = kept.control if kept is not None else None
         status.promotion = (
             PromotionProgress(
-                phase=promotion.status or None,
-                traffic_percent=promotion.percent_traffic_to_new_version,
+                phase=(promotion.status or None) if promotion is not None else None,
+                traffic_percent=(
+                    promotion.percent_traffic_to_new_version if promotion is not None else None
+                ),
+                analysis=analysis,
+                control=control,
             )
-            if promotion is not None
+            if promotion is not None or analysis is not None or control is not None
             else None
         )
         instance_type = environment.instance_type
@@ -124,13 +138,14 @@ class Pass(ObjectPass[Dependencies, BasetenModelSpec, BasetenModelStatus]):
 
     def track_source(self, name: str) -> None:
         """The source this pass works on (3.7); a new one starts a new failure episode, of
-        its deployment and of its pushes."""
+        its deployment and of its pushes, and forgets a rollback of the last one (14)."""
         if self.status.source_deployment_name == name:
             return
         self.status.source_deployment_name = name
         self.status.source_deployment_id = None
         self.clear_retries()
         self.clear_push_failures()
+        self.forget_rollback()
 
     def record_promoted_source(self, name: str, deployment_id: str) -> None:
         """The source deployment a promote call was made for (3.14)."""
@@ -212,6 +227,44 @@ class Pass(ObjectPass[Dependencies, BasetenModelSpec, BasetenModelStatus]):
         status.truss_push_failure_count = None
         status.truss_push_last_error = None
         status.truss_push_next_retry_time = None
+
+    # --- section 14: progressive delivery of this CR's own promotion ----------------------
+
+    def _progress(self) -> PromotionProgress:
+        if self.status.promotion is None:
+            self.status.promotion = PromotionProgress()
+        return self.status.promotion
+
+    def record_analysis(self, state: AnalysisStatus) -> None:
+        """The analysis of the candidate as it stands (its count, its last check)."""
+        self._progress().analysis = state
+
+    def record_control(self, control: PromotionControl | None) -> None:
+        """The signal about to be sent (None: forget one Baseten never took)."""
+        self._progress().control = control
+
+    def acknowledge_control(self, at: str) -> None:
+        """Baseten took the signal on record: it is never sent again."""
+        control = self._progress().control
+        assert control is not None
+        self.status.promotion = self._progress().model_copy(
+            update={"control": control.model_copy(update={"acknowledged_time": at})}
+        )
+
+    def record_rollback(self, candidate: DeploymentV1) -> None:
+        """The candidate was rolled back: the previous deployment serves."""
+        self.status.rolled_back_deployment_id = candidate.id
+        self.clear_candidate()
+
+    def forget_rollback(self) -> None:
+        """A new source, or a new reanalyze value: what was rolled back may be promoted."""
+        if self.status.rolled_back_deployment_id is None:
+            return
+        self.status.rolled_back_deployment_id = None
+        if self.status.promotion is not None:
+            self.status.promotion = self.status.promotion.model_copy(
+                update={"analysis": None, "control": None}
+            )
 
     def record_cleanup(self) -> None:
         """Section 8: orphan cleanup ran now; the next is due an interval later."""

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
+from baseten_operator.api.base import to_wire
 from baseten_operator.api.constants import FAILED, PENDING, EventReason
-from baseten_operator.api.types import to_wire
 from baseten_operator.baseten.errors import BasetenAPIError
 from baseten_operator.baseten.models import AutoscalingSettingsV1, DeploymentV1, EnvironmentV1
 from baseten_operator.baseten.schedules import UnreadableSchedules, read_schedules

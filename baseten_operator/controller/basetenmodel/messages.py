@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from baseten_operator.api.constants import ACTIVE
+from baseten_operator.api.constants import ACTIVE, SECRET_READER_CLUSTER_ROLE
 from baseten_operator.baseten.models import AutoscalingSettingsV1, DeploymentV1
 from baseten_operator.runtime.text import go_quote
 
@@ -562,3 +562,122 @@ def environment_conflict(env: str, model: str, owner: str) -> str:
 
 def delete_shared(model: str, other: str, env: str) -> str:
     return f"deletion blocked: model '{model}' is still managed by {other} ({env} environment)"
+
+
+# --- section 14: progressive delivery ----------------------------------------------------
+
+HOLD_REASON = "spec.promotion.hold"
+NO_CHECK_YET = "no check yet"
+NO_QUERY_RESULT = "the query has no result"
+PROMETHEUS_UNAVAILABLE = "Prometheus cannot be queried from here"
+_VERBS = {"Pause": "pause", "Resume": "resume", "Rollback": "roll back"}
+
+
+def number(value: float | None, unit: str = "") -> str:
+    """A measured value or a limit as messages show it: `30.12%`, `2500ms`, `0.07`."""
+    if value is None:
+        return "no data"
+    text = f"{value:.4g}" if abs(value) < 10_000 else f"{value:.0f}"
+    return f"{text}{unit}"
+
+
+def traffic(percent: int | None) -> str:
+    return f"{percent}% traffic" if percent is not None else "unknown traffic"
+
+
+def metrics_unreadable(error: object) -> str:
+    return f"the candidate's metrics could not be read: {error}"
+
+
+def too_few_requests(requests: float, minimum: int) -> str:
+    return f"{requests:g} requests in the window, fewer than minRequests {minimum}"
+
+
+def no_latency(quantile: str) -> str:
+    return f"no {quantile} latency in the window"
+
+
+def check_secret_forbidden(where: str) -> str:
+    return (
+        f"cannot read Secret {where}: bind ClusterRole {SECRET_READER_CLUSTER_ROLE} to the "
+        "operator's ServiceAccount in its namespace"
+    )
+
+
+def check_secret_missing(where: str) -> str:
+    return f"Secret {where} not found"
+
+
+def check_secret_key_missing(where: str, key: str) -> str:
+    return f"Secret {where} has no non-empty key '{key}'"
+
+
+def with_analysis(promoting: str, summary: str) -> str:
+    return f"{promoting}; analysis: {summary}"
+
+
+def check_passed_summary(checks: int) -> str:
+    return f"check {checks} passed"
+
+
+def check_failed_summary(checks: int, failures: int, described: str) -> str:
+    return f"check {checks} failed ({failures} in a row): {described}"
+
+
+def check_inconclusive_summary(checks: int, described: str) -> str:
+    return f"check {checks}: {described}"
+
+
+def check_failed_event(
+    candidate: str, checks: int, described: str, failures: int, limit: int
+) -> str:
+    return (
+        f"Analysis check {checks} of {candidate} failed ({failures} of {limit} in a row): "
+        f"{described}"
+    )
+
+
+def failure_reason(described: str, failures: int) -> str:
+    return f"{described} in {failures} consecutive checks"
+
+
+def rolled_back(candidate: str, reason: str) -> str:
+    return f"rolled back {candidate}: {reason}"
+
+
+def rolled_back_event(candidate: str, env: str, reason: str) -> str:
+    return f"Rolled back promotion of {candidate} to {env}: {reason}"
+
+
+def failure_paused(ap: str, candidate: str, percent: int | None, reason: str) -> str:
+    return f"{ap}analysis failed, promotion of {candidate} paused at {traffic(percent)}: {reason}"
+
+
+def held(ap: str, candidate: str, percent: int | None) -> str:
+    return f"{ap}promotion of {candidate} held at {traffic(percent)} ({HOLD_REASON})"
+
+
+def held_event(candidate: str, env: str, percent: int | None, reason: str) -> str:
+    return f"Held promotion of {candidate} to {env} at {traffic(percent)}: {reason}"
+
+
+def resumed_event(candidate: str, env: str, percent: int | None) -> str:
+    return f"Resumed promotion of {candidate} to {env} at {traffic(percent)}"
+
+
+def gate_holding(ap: str, candidate: str, percent: int | None, summary: str) -> str:
+    return (
+        f"{ap}holding {candidate} at {traffic(percent)} until a check passes; analysis: {summary}"
+    )
+
+
+def signal_failed(ap: str, action: str, candidate: str, env: str, error: object) -> str:
+    return f"{ap}failed to {_VERBS[action]} promotion of {candidate} to {env}: {error}"
+
+
+def analysis_passed_event(candidate: str, env: str, checks: int) -> str:
+    return f"Analysis of {candidate} passed: promoted to {env} after {checks} checks"
+
+
+def would_act(message: str, action: str, candidate: str, reason: str) -> str:
+    return f"{message}; would {action} {candidate}: {reason}"

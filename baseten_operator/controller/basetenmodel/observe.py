@@ -9,6 +9,7 @@ from baseten_operator.baseten.errors import BasetenAPIError
 from baseten_operator.baseten.models import EnvironmentV1
 from baseten_operator.baseten.settings import detect_drift
 from baseten_operator.controller.basetenmodel import messages
+from baseten_operator.controller.basetenmodel.analysis import observe_analysis
 from baseten_operator.controller.basetenmodel.cancellation import unwanted_candidate
 from baseten_operator.controller.basetenmodel.context import Pass
 from baseten_operator.controller.basetenmodel.environment import (
@@ -49,19 +50,22 @@ def observe(p: Pass) -> NoReturn:
         p.report(current.status, message)
     elif candidate is not None and matches_source(candidate.name, source):
         p.track_candidate(candidate)
-        p.report(
-            candidate.status,
-            messages.promoting_candidate(
-                messages.active_prefix(current), candidate, promotion_traffic(environment)
-            ),
+        promoting = messages.promoting_candidate(
+            messages.active_prefix(current), candidate, promotion_traffic(environment)
         )
+        # Section 14: the analysis is computed and reported, never acted on.
+        message, wait = observe_analysis(p, model_id, candidate, environment, promoting)
+        p.report(candidate.status, message)
+        _done(p, wait)
     else:
         p.report(PENDING, messages.observe_not_promoted(current, source))
     _done(p)
 
 
-def _done(p: Pass) -> NoReturn:
-    raise RequeueAfter(p.deps.timing.observe)
+def _done(p: Pass, wait: float | None = None) -> NoReturn:
+    """Look again after Observe's period, or sooner when an analysis check is due."""
+    period = p.deps.timing.observe
+    raise RequeueAfter(min(period, wait) if wait is not None else period)
 
 
 def _fail(p: Pass, message: str) -> NoReturn:

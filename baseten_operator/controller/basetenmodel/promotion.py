@@ -18,6 +18,7 @@ from baseten_operator.api.constants import (
     PROMOTING,
     PROMOTING_DEPLOYMENT,
     RETRYABLE_FAILURES,
+    ROLLED_BACK,
     SCALED_TO_ZERO,
     UPDATING,
     WAKING_UP,
@@ -26,6 +27,13 @@ from baseten_operator.api.constants import (
 from baseten_operator.baseten.errors import BasetenAPIError
 from baseten_operator.baseten.models import DeploymentV1, EnvironmentV1
 from baseten_operator.controller.basetenmodel import messages
+from baseten_operator.controller.basetenmodel.analysis import (
+    begin,
+    conclude,
+    rollback_stands,
+    rolled_back_message,
+    supervise,
+)
 from baseten_operator.controller.basetenmodel.context import Pass
 from baseten_operator.controller.basetenmodel.environment import promotion_traffic, steady_of
 from baseten_operator.controller.basetenmodel.model_id import raise_if_model_gone
@@ -57,7 +65,10 @@ def promote_source(p: Pass, model_id: str, source: str, environment: Environment
         _current_matches(p, model_id, source, environment, current)
     traffic = promotion_traffic(environment)
     if candidate is not None and matches_source(candidate.name, source):
-        _candidate_matches(p, model_id, ap, candidate, traffic)
+        _candidate_matches(p, model_id, ap, candidate, environment)
+    if rollback_stands(p):  # section 14: not promoted again until the spec says so
+        p.report(ROLLED_BACK, rolled_back_message(p))
+        raise RequeueAfter(p.steady_period, stalled=True)
     _guard_double_promotion(p, model_id, ap, source, candidate, traffic)
     deployment = _validate_source(p, model_id, ap, source)
     _promote(p, model_id, ap, source, deployment)
@@ -83,6 +94,7 @@ def _current_matches(
         raise RequeueAfter(timing.poll)
 
     had_candidate = bool(p.status.candidate_deployment_id or p.status.candidate_deployment_name)
+    conclude(p, current)  # section 14: an analysis still running passed
     steady = steady_of(p, current, environment)
     p.report(current.status, steady)
     p.clear_candidate()
@@ -102,12 +114,17 @@ def _current_matches(
 
 
 def _candidate_matches(
-    p: Pass, model_id: str, ap: str, candidate: DeploymentV1, traffic: int | None
+    p: Pass, model_id: str, ap: str, candidate: DeploymentV1, environment: EnvironmentV1
 ) -> NoReturn:
     p.track_candidate(candidate)
     _fail_or_retry_candidate(p, model_id, ap, candidate)
-    p.report(PROMOTING, messages.promoting_candidate(ap, candidate, traffic))
-    raise RequeueAfter(p.deps.timing.poll)
+    promoting = messages.promoting_candidate(ap, candidate, promotion_traffic(environment))
+    # Section 14: this CR's own promotion is held and judged as it goes.
+    wait = supervise(p, model_id, candidate, environment, promoting)
+    if wait is None:
+        p.report(PROMOTING, promoting)
+        wait = p.deps.timing.poll
+    raise RequeueAfter(wait)
 
 
 def _fail_or_retry_candidate(p: Pass, model_id: str, ap: str, candidate: DeploymentV1) -> None:
@@ -267,7 +284,9 @@ def _validate_source(p: Pass, model_id: str, ap: str, source: str) -> Deployment
 
 def _promote(p: Pass, model_id: str, ap: str, source: str, deployment: DeploymentV1) -> NoReturn:
     p.report(PROMOTING_DEPLOYMENT, messages.promoting_source(ap, source, p.env))
-    # On record before the call: a promotion started by a pass that then crashed shows.
+    # On record before the call: a promotion started by a pass that then crashed shows, and
+    # is known as this CR's own (section 14 holds and judges only those).
+    p.record_promoted_source(source, deployment.id)
     p.persist_intent()
     settings = p.spec.environment.promotion_settings
     scale_down = settings.scale_down_previous_deployment if settings else None
@@ -288,6 +307,8 @@ def _promote(p: Pass, model_id: str, ap: str, source: str, deployment: Deploymen
         raise ReconcileError(message) from error
     p.event(EventReason.DEPLOYMENT_PROMOTED, messages.promoted_event(source, p.env))
     p.report(PROMOTING, messages.promoted(ap, source, p.env, promoted.status))
-    p.record_promoted_source(source, deployment.id)
     p.track_candidate(promoted)
+    analysis = p.spec.promotion.analysis if p.spec.promotion is not None else None
+    if analysis is not None:
+        begin(p, promoted, analysis)  # section 14: judged from its first step
     raise RequeueAfter(p.deps.timing.poll)

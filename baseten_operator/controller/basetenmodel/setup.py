@@ -15,11 +15,15 @@ from baseten_operator.controller.basetenmodel.watches import watch_tenancy
 from baseten_operator.controller.shared.ports import (
     BasetenAPI,
     KubeAPI,
+    PrometheusAPI,
     Pusher,
     Recorder,
+    SecretSource,
 )
+from baseten_operator.controller.shared.secrets import DirectSecrets
 from baseten_operator.controller.shared.tenancy import TenancySources
 from baseten_operator.controller.shared.timing import Timing
+from baseten_operator.prometheus.client import PrometheusClient
 from baseten_operator.runtime.clock import Clock
 from baseten_operator.runtime.controller import Controller, Request, ignore_status_only_updates
 from baseten_operator.runtime.fetched import FetchedObjects
@@ -89,6 +93,8 @@ def build_controller(
     max_concurrent_reconciles: int = 5,
     rng: Callable[[], float] = random.random,
     tenancy: TenancySources | None = None,
+    secrets: SecretSource | None = None,
+    prometheus: PrometheusAPI | None = None,
 ) -> Controller:
     """The controller over informers not yet started (indexers must exist before the list).
 
@@ -115,6 +121,8 @@ def build_controller(
         pusher=pusher,
         random=rng,
         tenancy=tenancy.tenancy if tenancy is not None else None,
+        secrets=secrets,
+        prometheus=prometheus,
     )
     controller = Controller(
         CONTROLLER_NAME,
@@ -159,6 +167,9 @@ def setup_with_manager(
         queue=queue,
         max_concurrent_reconciles=max_concurrent_reconciles,
         tenancy=tenancy,
+        # Section 14's Prometheus checks: their tokens' Secrets, read when a check runs.
+        secrets=DirectSecrets(kube),
+        prometheus=PrometheusClient(),
     )
     manager.add(controller)
     return controller

@@ -32,6 +32,19 @@ PROMOTIONS_CANCELLED = Counter(
     ["result"],
     registry=REGISTRY,
 )
+ANALYSIS_CHECKS = Counter(
+    "baseten_analysis_checks_total",
+    "Analysis checks of candidates being promoted, by result (pass, fail, inconclusive).",
+    ["result"],
+    registry=REGISTRY,
+)
+PROMOTION_ROLLBACKS = Counter(
+    "baseten_promotion_rollbacks_total",
+    "Promotions the analysis rolled back (force_cancel_promotion), by the kind of the metric "
+    "that failed (errorRatio, latency, prometheus).",
+    ["trigger"],
+    registry=REGISTRY,
+)
 ORPHANS_SCALED_IN = Counter(
     "baseten_orphan_deployments_scaled_in_total",
     "Orphan deployments scaled to zero by cleanup.",
@@ -81,6 +94,16 @@ def count_drift_correction(group: str) -> None:
 def count_cancellation(result: str) -> None:
     """`result`: CANCELED or RAMPING_DOWN, as Baseten answered the cancel."""
     PROMOTIONS_CANCELLED.labels(result=result).inc()
+
+
+def count_check(verdict: str) -> None:
+    """`verdict`: Pass, Fail or Inconclusive."""
+    ANALYSIS_CHECKS.labels(result=verdict.lower()).inc()
+
+
+def count_rollback(trigger: str) -> None:
+    """`trigger`: the failed metric's kind (errorRatio, latency, prometheus)."""
+    PROMOTION_ROLLBACKS.labels(trigger=trigger).inc()
 
 
 def count_orphans(scaled_in: int, deleted: int) -> None:

@@ -11,6 +11,7 @@ import binascii
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
+from baseten_operator.api.base import to_wire
 from baseten_operator.api.constants import (
     DEPLOYING,
     FAILED,
@@ -20,7 +21,7 @@ from baseten_operator.api.constants import (
     TRUSS_PUSHING,
     EventReason,
 )
-from baseten_operator.api.types import TrussConfig, to_wire
+from baseten_operator.api.types import TrussConfig
 from baseten_operator.baseten.errors import BasetenAPIError
 from baseten_operator.controller.basetenmodel import messages
 from baseten_operator.controller.basetenmodel.context import Pass

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING
 
 from baseten_operator.api.secret_types import BasetenSecretSpec, BasetenSecretStatus
 from baseten_operator.controller.basetensecret.telemetry import LastSyncAges
@@ -16,19 +16,13 @@ from baseten_operator.controller.shared.ports import (
     Lookup,
     ObjectCache,
     Recorder,
+    SecretSource,
 )
 from baseten_operator.controller.shared.timing import Timing
 from baseten_operator.runtime.clock import Clock
 
 if TYPE_CHECKING:
     from baseten_operator.controller.shared.tenancy import Tenancy
-
-
-class SecretSource(Protocol):
-    """The referenced Secrets (watches.ReferencedSecrets): the Secret, None when it
-    does not exist; the API server's `Forbidden` when the operator may not read it."""
-
-    def get(self, namespace: str, name: str, /) -> dict[str, Any] | None: ...
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,9 @@ from typing import Any
 
 from pydantic import SecretStr
 
+from baseten_operator.api.base import SecretKeyRef
 from baseten_operator.api.constants import SecretState
-from baseten_operator.api.secret_types import SECRET_VALUE_MAX_BYTES, SecretKeyRef
+from baseten_operator.api.secret_types import SECRET_VALUE_MAX_BYTES
 from baseten_operator.controller.basetensecret import messages
 
 

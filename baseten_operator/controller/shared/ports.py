@@ -15,11 +15,12 @@ Separate from context.py so that modules context.py depends on can name them too
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from pydantic import SecretStr
 
+from baseten_operator.baseten.deployment_metrics import DeploymentMetrics
 from baseten_operator.baseten.models import (
     CancelPromotionAck,
     DeploymentV1,
@@ -27,6 +28,7 @@ from baseten_operator.baseten.models import (
     ModelV1,
     RetryResult,
     SecretV1,
+    SignalPromotionAck,
 )
 from baseten_operator.baseten.teams import TeamDirectory
 from baseten_operator.runtime.recorder import Recorder
@@ -39,8 +41,10 @@ __all__ = [
     "KubeAPI",
     "Lookup",
     "ObjectCache",
+    "PrometheusAPI",
     "Pusher",
     "Recorder",
+    "SecretSource",
 ]
 
 
@@ -123,6 +127,26 @@ class BasetenAPI(Protocol):
 
     def cancel_promotion(self, model_id: str, env_name: str, /) -> CancelPromotionAck: ...
 
+    # --- a stepped promotion's signals, and the candidate's metrics (docs/contract.md 14) ---
+
+    def pause_promotion(self, model_id: str, env_name: str, /) -> SignalPromotionAck: ...
+
+    def resume_promotion(self, model_id: str, env_name: str, /) -> SignalPromotionAck: ...
+
+    def force_cancel_promotion(self, model_id: str, env_name: str, /) -> SignalPromotionAck: ...
+
+    def get_deployment_metrics(
+        self,
+        model_id: str,
+        deployment_id: str,
+        /,
+        *,
+        mode: str,
+        start_ms: int | None = None,
+        end_ms: int | None = None,
+        metrics: Sequence[str] = (),
+    ) -> DeploymentMetrics: ...
+
     # --- secrets (the workspace's, or a team view's team's) ----------------------------
 
     def list_secrets(self, /) -> list[SecretV1]: ...
@@ -148,6 +172,25 @@ class Pusher(Protocol):
     def take_outcome(self, key: str, /) -> PushOutcome | None: ...
 
     def launch(self, req: PushRequest, /) -> bool: ...
+
+
+class SecretSource(Protocol):
+    """Secrets in the CRs' namespaces, read when a pass needs one (a BasetenSecret's value, a
+    Prometheus token): the Secret, None when it does not exist; the API server's
+    `Forbidden` when the namespace has not let the operator read it."""
+
+    def get(self, namespace: str, name: str, /) -> dict[str, Any] | None: ...
+
+
+class PrometheusAPI(Protocol):
+    """Instant queries to a user's Prometheus (basetenmodel/prometheus.py)."""
+
+    def query(
+        self, address: str, query: str, /, *, token: str | None, ca_pem: str | None
+    ) -> float | None:
+        """The query's one number now; None when it has no result. PrometheusError when
+        Prometheus cannot be asked or answers with an error."""
+        ...
 
 
 class ObjectCache(Protocol):

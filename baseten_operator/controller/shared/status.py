@@ -27,18 +27,14 @@ from typing import Any, ClassVar, Generic, Literal, TypeVar
 
 import structlog
 
+from baseten_operator.api.base import to_wire
 from baseten_operator.api.constants import (
     CONDITION_PROGRESSING,
     CONDITION_READY,
     CONDITION_RECONCILING,
     CONDITION_STALLED,
 )
-from baseten_operator.api.types import (
-    CONDITION_REASON_PATTERN,
-    Condition,
-    ConditionedStatus,
-    to_wire,
-)
+from baseten_operator.api.types import CONDITION_REASON_PATTERN, Condition, ConditionedStatus
 from baseten_operator.controller.shared.ports import KubeAPI
 from baseten_operator.runtime.clock import Clock, rfc3339
 from baseten_operator.runtime.errors import Conflict, NotFound

@@ -300,8 +300,16 @@ def test_metrics_follow_the_traffic_profile(sim: Any, client: BasetenClient) -> 
     since = int(time.time() * 1000)
 
     def counted() -> dict | None:
+        # A window from `since` to now, never empty (Baseten refuses start >= end): the
+        # first read can come within the same millisecond.
+        until = max(int(time.time() * 1000), since + 1)
         answer = client.get_deployment_metrics(
-            model_id, good, mode="SUMMARY", start_ms=since, metrics=[INFERENCE_REQUESTS]
+            model_id,
+            good,
+            mode="SUMMARY",
+            start_ms=since,
+            end_ms=until,
+            metrics=[INFERENCE_REQUESTS],
         )
         counts = answer.summary(INFERENCE_REQUESTS)
         everything = total(counts) or 0

@@ -8,8 +8,9 @@ import pytest
 from pydantic import ValidationError
 
 from baseten_operator.api import constants
+from baseten_operator.api.base import to_wire
 from baseten_operator.api.constants import DeletionPolicy, EventReason, Mode, event_type
-from baseten_operator.api.types import BasetenModelSpec, BasetenModelStatus, to_wire
+from baseten_operator.api.types import BasetenModelSpec, BasetenModelStatus
 
 BASE: dict[str, Any] = {
     "modelName": "my-llm",
@@ -253,13 +254,15 @@ def test_event_types_follow_section_10() -> None:
         "TrussPushCompleted", "ReconciliationPaused", "OrphanDeploymentsScaledIn",
         "OrphanDeploymentsDeleted", "DeploymentRetried", "ModelDeleted",
         "PromotionCancelled", "SecretSynced", "SecretDeleted",
+        "AnalysisPassed", "PromotionHeld", "PromotionResumed",
     }  # fmt: skip
     assert {r.value for r in EventReason if event_type(r) == "Normal"} == normal
     # 14 of section 10, issue 12's tenancy warnings, issue 15's schedule failures and issue
-    # 31's failed cancellations, issue 29's BasetenSecret failures.
+    # 31's failed cancellations, issue 29's BasetenSecret failures, issue 37's analysis.
     warnings = {r.value for r in EventReason if event_type(r) == "Warning"}
-    assert len(warnings) == 20
+    assert len(warnings) == 22
     assert {"SecretSyncFailed", "SecretDeleteBlocked"} <= warnings
+    assert {"AnalysisCheckFailed", "PromotionRolledBack"} <= warnings
     assert {
         "EnvironmentConflict",
         "PolicyViolation",

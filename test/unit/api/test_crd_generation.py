@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from baseten_operator.api.crd import build_crd, crd_yaml, manifest_text
+from baseten_operator.api.crd import STEPPED_PROMOTION_RULE, build_crd, crd_yaml, manifest_text
 from baseten_operator.sim.kube.schema import apply_structural_schema
 
 ONE_OF_MESSAGE = (
@@ -106,6 +106,7 @@ def test_printer_columns(crd: dict[str, Any]) -> None:
         ("Paused", ".spec.paused", "boolean", 0),
         ("Source_Deployment", ".status.sourceDeploymentName", "string", 0),
         ("Candidate_Deployment", ".status.candidateDeploymentName", "string", 0),
+        ("Analysis", ".status.promotion.analysis.phase", "string", 0),
         ("Message", ".status.message", "string", 1),
         ("Age", ".metadata.creationTimestamp", "date", 0),
     ]
@@ -155,6 +156,7 @@ def test_spec_shape(openapi_schema: dict[str, Any]) -> None:
             "rule": "!has(oldSelf.team) || (has(self.team) && self.team == oldSelf.team)",
             "message": "team is immutable once set",
         },
+        STEPPED_PROMOTION_RULE,
     ]
     assert spec["properties"]["modelName"]["description"] == "Model name in Baseten."
 
@@ -169,6 +171,7 @@ def test_status_shape(openapi_schema: dict[str, Any]) -> None:
         "activeDeploymentName",
         "candidateDeploymentID",
         "cancellingDeploymentID",
+        "rolledBackDeploymentID",
         "cancelAcknowledgedTime",
         "candidateDeploymentName",
         "deploymentStatus",

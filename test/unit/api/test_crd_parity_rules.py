@@ -7,14 +7,12 @@ server would refuse is also one the operator answers with FAILED instead of acti
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import pytest
-from pydantic import ValidationError
 
 from baseten_operator.api.types import BasetenModelSpec
-from baseten_operator.sim.kube.schema import apply_structural_schema
+from testsupport.crd_admission import admit, operator_problems
 
 GPU_IMAGE = "us-docker.pkg.dev/img:v6"
 
@@ -36,23 +34,6 @@ def schedule_spec(*schedules: dict[str, Any]) -> dict[str, Any]:
             "autoscalingSchedule": {"timezone": "Europe/Paris", "schedules": list(schedules)},
         },
     }
-
-
-def admit(
-    schema: dict[str, Any], spec: dict[str, Any], old: dict[str, Any] | None = None
-) -> list[str]:
-    """The messages of the causes the API server would answer (empty: admitted)."""
-    old_object = None if old is None else {"spec": copy.deepcopy(old)}
-    causes = apply_structural_schema(schema, {"spec": copy.deepcopy(spec)}, old_object)
-    return [cause["message"] for cause in causes]
-
-
-def operator_problems(spec: dict[str, Any]) -> str | None:
-    try:
-        BasetenModelSpec.model_validate(spec)
-    except ValidationError as error:
-        return str(error)
-    return None
 
 
 # --- resources -------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from __future__ import annotations
 import base64
 import copy
 import itertools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -22,6 +22,11 @@ import pytest
 from pydantic import SecretStr
 
 from baseten_operator.api.constants import FINALIZER
+from baseten_operator.baseten.deployment_metrics import (
+    INFERENCE_REQUESTS,
+    RESPONSE_TIME,
+    DeploymentMetrics,
+)
 from baseten_operator.baseten.errors import AmbiguousModelName, BasetenAPIError
 from baseten_operator.baseten.models import (
     AutoscalingSettingsV1,
@@ -34,6 +39,7 @@ from baseten_operator.baseten.models import (
     PromotionSettingsV1,
     RetryResult,
     SecretV1,
+    SignalPromotionAck,
     TeamV1,
 )
 from baseten_operator.baseten.pool import BasetenClientPool
@@ -45,6 +51,7 @@ from baseten_operator.controller.basetensecret.fingerprint import fingerprint_ke
 from baseten_operator.controller.basetensecret.ownership import secret_claim_index
 from baseten_operator.controller.basetensecret.reconciler import BasetenSecretReconciler
 from baseten_operator.controller.basetensecret.telemetry import LastSyncAges
+from baseten_operator.controller.shared.ports import PrometheusAPI, SecretSource
 from baseten_operator.controller.shared.tenancy import Tenancy
 from baseten_operator.controller.shared.timing import Timing
 from baseten_operator.runtime.clock import FakeClock
@@ -79,6 +86,7 @@ class FakeBaseten:
             "get_deployment",
             "list_secrets",
             "list_team_secrets",
+            "get_deployment_metrics",
         }
     )
 
@@ -99,6 +107,8 @@ class FakeBaseten:
         # Secrets by (team id, name), team None for the key's primary team; with their
         # values (Baseten never returns one) so that tests can assert what was written.
         self.secrets: dict[tuple[str | None, str], tuple[SecretV1, str]] = {}
+        # A deployment's traffic as its metrics report it: (requests, 5xx, p99 seconds).
+        self.traffic: dict[str, tuple[float, float, float | None]] = {}
         self._ids = itertools.count(1)
 
     # --- test setup ----------------------------------------------------------------------
@@ -364,6 +374,68 @@ class FakeBaseten:
         self.environments[(model_id, env_name)] = env.model_copy(update=update)
         return CancelPromotionAck(status=self.cancel_answer, message="cancelled")
 
+    # A stepped promotion's signals: recorded; the test moves the phase (set_phase), but a
+    # force cancel rolls back at once, as Baseten's does.
+
+    def pause_promotion(self, model_id: str, env_name: str) -> SignalPromotionAck:
+        self._enter("pause_promotion", model_id, env_name)
+        return SignalPromotionAck(success=True)
+
+    def resume_promotion(self, model_id: str, env_name: str) -> SignalPromotionAck:
+        self._enter("resume_promotion", model_id, env_name)
+        return SignalPromotionAck(success=True)
+
+    def force_cancel_promotion(self, model_id: str, env_name: str) -> SignalPromotionAck:
+        self._enter("force_cancel_promotion", model_id, env_name)
+        env = self.get_environment(model_id, env_name)
+        update = {"candidate_deployment": None, "in_progress_promotion": None}
+        self.environments[(model_id, env_name)] = env.model_copy(update=update)
+        return SignalPromotionAck(success=True)
+
+    def set_phase(
+        self, status: str, percent: int, model_id: str = "m1", env_name: str = "production"
+    ) -> None:
+        """Baseten moves the promotion in progress to `status` at `percent`% traffic."""
+        env = self.environments[(model_id, env_name)]
+        progress = InProgressPromotionV1(status=status, percent_traffic_to_new_version=percent)
+        self.environments[(model_id, env_name)] = env.model_copy(
+            update={"in_progress_promotion": progress}
+        )
+
+    def get_deployment_metrics(
+        self,
+        model_id: str,
+        deployment_id: str,
+        *,
+        mode: str,
+        start_ms: int | None = None,
+        end_ms: int | None = None,
+        metrics: Sequence[str] = (),
+    ) -> DeploymentMetrics:
+        """The window's requests (200 and 500) and p99, from `traffic`; none: no data."""
+        self._enter("get_deployment_metrics", model_id, deployment_id, mode, start_ms, end_ms)
+        requests, errors, p99 = self.traffic.get(deployment_id, (0.0, 0.0, None))
+        ok = {"status_code": "200", "rollout_phase": "promoting"}
+        failed = {"status_code": "500", "rollout_phase": "promoting"}
+        return DeploymentMetrics.model_validate(
+            {
+                "start_epoch_millis": start_ms,
+                "end_epoch_millis": end_ms,
+                "mode": mode,
+                "step_seconds": None,
+                "metric_descriptors": [
+                    {"name": INFERENCE_REQUESTS, "unit_hint": "COUNT", "kind": "COUNTER",
+                     "label_sets": [ok, failed]},
+                    {"name": RESPONSE_TIME, "unit_hint": "SECONDS", "kind": "HISTOGRAM",
+                     "label_sets": [{"quantile": "0.99"}]},
+                ],
+                "metric_values": [
+                    {"start_epoch_millis": start_ms,
+                     "values": [[requests - errors, errors], [p99]]},
+                ],
+            }
+        )  # fmt: skip
+
 
 class FakeKube:
     """The API server's copy of BasetenModels: optimistic concurrency on resourceVersion.
@@ -584,6 +656,9 @@ class Harness:
     keyed: dict[str, FakeBaseten] = field(default_factory=dict)
     require_namespace_policy: bool = False
     jitter: float = 0.0
+    # Section 14's Prometheus checks: the Prometheus and the Secrets a check reads.
+    prometheus: PrometheusAPI | None = None
+    secrets_source: SecretSource | None = None
     # What the last pass did.
     writes: int = 0
     events: list[tuple[str, str, str]] = field(default_factory=list)
@@ -608,6 +683,8 @@ class Harness:
             ],
             pusher=self.pusher,
             random=lambda: self.jitter,
+            prometheus=self.prometheus,
+            secrets=self.secrets_source,
             tenancy=Tenancy(
                 namespaces=self.namespaces,
                 secrets=self.secrets,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from baseten_operator.api.types import to_wire
+from baseten_operator.api.base import to_wire
 from baseten_operator.controller.basetenmodel.status import parse_status
 
 TRUSS: dict[str, Any] = {

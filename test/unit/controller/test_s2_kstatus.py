@@ -143,6 +143,29 @@ def delete_blocked(h) -> None:
     run(h)
 
 
+def rolled_back(h) -> None:
+    """Section 14: the analysis rolled the candidate back after two failed checks."""
+    h.baseten.add_model()
+    good = h.baseten.add_deployment(name="good", active_replica_count=3, environment="production")
+    bad = h.baseten.add_deployment(name="src", id="bad-id", active_replica_count=1)
+    h.baseten.add_environment(current=good, promotion={"rolling_deploy": True})
+    metrics = [{"name": "errors", "errorRatio": {"maxPercent": 2}}]
+    h.create(
+        environment={"name": "production", "promotionSettings": {"rollingDeploy": True}},
+        promotion={"analysis": {"failureLimit": 1, "metrics": metrics}},
+        status={"modelID": "m1"},
+    )
+    run(h)  # promoted: Baseten steps traffic to it
+    env = h.baseten.environments[("m1", "production")]
+    h.baseten.environments[("m1", "production")] = env.model_copy(
+        update={"candidate_deployment": bad}
+    )
+    h.baseten.set_phase("RAMPING_UP", 25)
+    h.baseten.traffic["bad-id"] = (1000, 300, 0.2)
+    h.clock.advance(60)
+    run(h)
+
+
 def stale_generation(h) -> None:
     active(h)
     # The spec changed; no pass has seen it yet.
@@ -167,6 +190,8 @@ SITUATIONS: dict[str, tuple[Callable[[Any], None], str, str]] = {
     # Hands off until the spec changes: said at once, not after Flux's timeout.
     "PAUSED": (paused, "PAUSED", "Failed"),
     "Observe drift": (observe_drift, "ACTIVE", "Current"),
+    # The previous deployment serves; nothing moves on until the spec (or reanalyze) does.
+    "ROLLED_BACK": (rolled_back, "ROLLED_BACK", "Failed"),
     # kstatus looks at nothing else once an object is being deleted.
     "DELETE_BLOCKED": (delete_blocked, "DELETE_BLOCKED", "Terminating"),
     "stale observedGeneration": (stale_generation, "ACTIVE", "InProgress"),

@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from baseten_operator.api.types import TrussConfig, to_wire
+from baseten_operator.api.base import to_wire
+from baseten_operator.api.types import TrussConfig
 from baseten_operator.controller.shared.endings import ReconcileError
 from baseten_operator.runtime.clock import format_rfc3339
 from baseten_operator.runtime.controller import TerminalError

@@ -3,23 +3,8 @@
 from typing import Any
 
 import pytest
-import yaml
-from lupa import LuaRuntime
 
-from testsupport.paths import REPO
-
-HEALTH_KEY = "resource.customizations.health.models.baseten.com_BasetenModel"
-SECRET_HEALTH_KEY = "resource.customizations.health.models.baseten.com_BasetenSecret"
-PATCH = REPO / "deploy" / "argocd" / "argocd-cm-health.yaml"
-
-
-def argo_health(obj: dict[str, Any], key: str = HEALTH_KEY) -> tuple[str, str]:
-    """Evaluate the check as Argo CD does: the script sees `obj` and returns `hs`."""
-    script = yaml.safe_load(PATCH.read_text())["data"][key]
-    lua = LuaRuntime(unpack_returned_tuples=True)
-    lua.globals().obj = lua.table_from(obj, recursive=True)
-    hs = lua.execute(script)
-    return str(hs["status"]), str(hs["message"])
+from testsupport.argocd import SECRET_HEALTH_KEY, argo_health
 
 
 def cond(kind: str, status: str, message: str) -> dict[str, str]:
