@@ -19,6 +19,7 @@ PRINTER_COLUMNS = [
     "PAUSED",
     "SOURCE_DEPLOYMENT",
     "CANDIDATE_DEPLOYMENT",
+    "ANALYSIS",
     "AGE",
 ]
 
@@ -68,6 +69,7 @@ def test_promotion_reaches_ready_with_columns_and_events(stack: Stack) -> None:
             "PAUSED": "",
             "SOURCE_DEPLOYMENT": "build-1",
             "CANDIDATE_DEPLOYMENT": "",
+            "ANALYSIS": "",
             "AGE": rows[0]["AGE"],
         }
     ]
