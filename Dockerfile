@@ -3,10 +3,18 @@
 # says how to bump it.
 ARG PYTHON_IMAGE=python:3.11-slim@sha256:9c900dea9e8fb7e16277c179b555cc72d29a352dbc33cff48ad5a0412fd5bfc7
 
+# The wheelhouse: empty here, so pip downloads from the index. An air-gapped build puts in its
+# place a directory that `make wheelhouse` filled with every file the locks pin, and tells pip
+# to read only there (README, "The image"):
+#   --build-context wheelhouse=DIR --build-arg PIP_NO_INDEX=1
+FROM scratch AS wheelhouse
+
 # Build stage: every wheel of the runtime closure, hash-checked, plus the operator's own.
 FROM ${PYTHON_IMAGE} AS build
-ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_FIND_LINKS=/wheelhouse
+ARG PIP_NO_INDEX
 WORKDIR /src
+COPY --from=wheelhouse / /wheelhouse/
 # Pinned, hash-checked build tools: not whatever pip and setuptools the base image carries.
 COPY requirements-build.lock requirements.lock ./
 RUN python -m pip install --require-hashes --no-deps -r requirements-build.lock
@@ -37,3 +45,8 @@ USER 65532:65532
 # Metrics (HTTPS) and probes (plain HTTP).
 EXPOSE 8443 8081
 ENTRYPOINT ["baseten-operator", "run"]
+# What the image is (OCI annotations). The version and revision are the build's: `make image`
+# adds them (--label org.opencontainers.image.version=... and .revision=...).
+LABEL org.opencontainers.image.title="baseten-operator" \
+      org.opencontainers.image.source="https://github.com/baseten-operator/baseten-operator" \
+      org.opencontainers.image.licenses="Apache-2.0"

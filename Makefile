@@ -4,12 +4,14 @@ PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-IMG ?= baseten-operator:dev
+VERSION := $(shell sed -n 's/^version = "\(.*\)"$$/\1/p' pyproject.toml)
+IMG ?= baseten-operator:$(VERSION)
 KUBECTL ?= kubectl
 DIST ?= dist
 
 .PHONY: help venv sandbox tour run test test-unit test-integration test-e2e test-e2e-kind lint real-kube kstatus prometheus \
-        manifests helm-package install uninstall deploy undeploy docker-build bench lock sbom soak soak-short clean
+        manifests helm-package install uninstall deploy undeploy image image-tools wheelhouse test-image \
+        image-tier-background bench lock sbom soak soak-short clean
 
 help: ## List the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -71,8 +73,21 @@ kstatus: $(STAMP)
 prometheus: ## Install Prometheus for the tests (hack/install-prometheus.sh), once
 	hack/install-prometheus.sh
 
-test: lint real-kube kstatus prometheus ## Lint, type-check and run the whole test suite (real API server and emulator)
+test: image-tier-background lint real-kube kstatus prometheus ## Lint, type-check and run the whole test suite (real API server and emulator, the image)
 	$(BIN)/pytest -q $(PYTEST_ARGS)
+
+# The image tier (test/image) runs the image built from the Dockerfile. `make test` first
+# installs what builds and runs it without Docker (hack/install-image-tools.sh: Debian
+# packages, as root; where that cannot be done, the tier skips and says why), then starts the
+# build in the background, while lint runs. The tier's tests wait for that build and repeat
+# it, every layer then cached, so they always run what the checkout holds.
+IMAGE_TOOL := PYTHONPATH=$(CURDIR)/hack $(BIN)/python -m image_tool
+IMAGE_LOG := $(DIST)/image/tier-build.log
+image-tier-background: $(STAMP)
+	@hack/install-image-tools.sh; code=$$?; [ $$code = 0 ] || [ $$code = 3 ]
+	@mkdir -p $(dir $(IMAGE_LOG))
+	@echo "image tier: building the image in the background (log: $(IMAGE_LOG))"
+	@$(IMAGE_TOOL) tier >$(IMAGE_LOG) 2>&1 &
 
 test-unit: $(STAMP) kstatus ## Unit tests only
 	$(BIN)/pytest -q test/unit $(PYTEST_ARGS)
@@ -82,6 +97,10 @@ test-integration: $(STAMP) real-kube prometheus ## The operator loop on the two 
 
 test-e2e: $(STAMP) real-kube ## The operator as a process, driven with kubectl, on the emulator
 	$(BIN)/pytest -q test/e2e $(PYTEST_ARGS)
+
+test-image: $(STAMP) real-kube ## The image tier: the image built (podman) and run as the Deployment runs it
+	@hack/install-image-tools.sh; code=$$?; [ $$code = 0 ] || [ $$code = 3 ]
+	$(BIN)/pytest -q test/image $(PYTEST_ARGS)
 
 # The bench and the soak import the tests' support package (test/testsupport), which pytest
 # finds through pyproject.toml's `pythonpath`.
@@ -115,8 +134,24 @@ lock: $(STAMP) ## Regenerate requirements.lock and requirements-build.lock (hash
 
 SBOM ?= sbom.cdx.json
 sbom: $(STAMP) ## Write $(SBOM): a CycloneDX SBOM of the locked runtime closure (offline)
-	$(BIN)/cyclonedx-py requirements requirements.lock --pyproject pyproject.toml \
-		--output-format JSON --output-reproducible --output-file $(SBOM)
+	$(IMAGE_TOOL) sbom $(SBOM)
+
+# The image: Docker where its daemon answers, else podman (with runc), or ENGINE=docker|podman.
+# Where the pinned base cannot be pulled, podman builds on a stand-in made from Debian's
+# packages (hack/image_tool/bases.py), and says so. WHEELHOUSE=dir: air-gapped, every wheel
+# from a directory `make wheelhouse WHEELHOUSE=dir` filled. Leaves $(DIST)/image/: the SBOM
+# and build.json, the record of what was built.
+ENGINE ?=
+WHEELHOUSE ?=
+image: $(STAMP) ## Build the operator image IMG (WHEELHOUSE=dir: air-gapped; ENGINE=docker|podman)
+	$(IMAGE_TOOL) build --tag $(IMG) $(if $(ENGINE),--engine $(ENGINE)) \
+		$(if $(WHEELHOUSE),--wheelhouse $(WHEELHOUSE))
+
+wheelhouse: $(STAMP) ## Download every file the locks pin into WHEELHOUSE (default wheelhouse/), hash-checked
+	$(IMAGE_TOOL) wheelhouse $(or $(WHEELHOUSE),wheelhouse)
+
+image-tools: ## Install the Debian packages that build and run the image without Docker (as root)
+	hack/install-image-tools.sh
 
 test-e2e-kind: $(STAMP) ## e2e on a kind cluster (needs Docker and kind; says so without them)
 	hack/kind-e2e.sh
@@ -133,8 +168,5 @@ deploy: ## Install the operator into the current cluster with image IMG
 undeploy: ## Remove the operator from the current cluster
 	$(KUBECTL) delete -k config/default --ignore-not-found
 
-docker-build: ## Build the operator image IMG
-	docker build -t $(IMG) .
-
 clean: ## Remove the virtualenv and caches
-	rm -rf $(VENV) .mypy_cache .ruff_cache build dist *.egg-info sbom.cdx.json
+	rm -rf $(VENV) .mypy_cache .ruff_cache build dist wheelhouse *.egg-info sbom.cdx.json

@@ -23,7 +23,7 @@ export KUBECONFIG
 KUBECONFIG=$(mktemp)
 kind get kubeconfig --name "$CLUSTER" >"$KUBECONFIG"
 
-docker build -t "$IMG" .
+make --no-print-directory image ENGINE=docker IMG="$IMG"
 kind load docker-image "$IMG" --name "$CLUSTER"
 
 # The Baseten simulator, from the same image, as a pod and a Service.

@@ -17,6 +17,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--no-rate-limits", action="store_true", help="disable Baseten's rate limits"
     )
+    parser.add_argument(
+        "--advertise-host",
+        help="the address clients reach it at, if not --host (truss uploads go there)",
+    )
     args = parser.parse_args(argv)
     stopping = stop_on_signals()
     simulator = BasetenSimulator(
@@ -25,6 +29,7 @@ def main(argv: list[str] | None = None) -> int:
         port=args.port,
         time_scale=args.time_scale,
         rate_limits=not args.no_rate_limits,
+        advertise_host=args.advertise_host,
     )
     print(simulator.start(), flush=True)
     stopping.wait()

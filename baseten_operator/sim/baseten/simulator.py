@@ -49,7 +49,11 @@ class BasetenSimulator:
         clock: Clock | None = None,
         durations: LifecycleDurations | None = None,
         rate_limits: bool = True,
+        advertise_host: str | None = None,
     ) -> None:
+        """`advertise_host`: the address clients reach the simulator at, where it is not the
+        one it listens on (a container reaching the host's loopback through NAT): the truss
+        upload credentials name it, so that a push from there can upload."""
         self.api_key = api_key
         self.clock: Clock = clock or RealClock()
         self.time_scale = time_scale
@@ -63,6 +67,7 @@ class BasetenSimulator:
         self._requests = RequestLog()
         self._host = host
         self._port = port
+        self._advertise_host = advertise_host
         self._url: str | None = None
         self._server: HttpServer | None = None
         self.app = SimApp(
@@ -70,7 +75,7 @@ class BasetenSimulator:
             clock=self.clock,
             time_scale=time_scale,
             engine=self.engine,
-            graphql=TrussGraphQL(self.engine, self.s3, lambda: self.url),
+            graphql=TrussGraphQL(self.engine, self.s3, lambda: self.advertised_url),
             s3=self.s3,
             faults=self.faults,
             limiter=self.rate_limiter,
@@ -108,6 +113,13 @@ class BasetenSimulator:
         if self._url is None:
             raise RuntimeError("simulator not started")
         return self._url
+
+    @property
+    def advertised_url(self) -> str:
+        """The root URL as clients reach it (`advertise_host`, else where it listens)."""
+        if self._advertise_host is None:
+            return self.url
+        return f"http://{self._advertise_host}:{self.url.rsplit(':', 1)[1]}"
 
     @property
     def api_url(self) -> str:

@@ -8,7 +8,6 @@ installed.
 
 from __future__ import annotations
 
-import base64
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from testsupport.clusters import Cluster as KubeServer
 from testsupport.clusters import start_kube
 from testsupport.e2e.harness import Kubectl, Process, free_port, http_ok
 from testsupport.paths import REPO
+from testsupport.pods import container_env
 from testsupport.polling import wait_for
 
 CHART = REPO / "deploy" / "charts" / "baseten-operator"
@@ -173,7 +173,7 @@ def test_the_operator_starts_with_the_installed_deployments_arguments(
             [sys.executable, "-m", "baseten_operator.cli", "run", *container["args"],
              "--kubeconfig", str(kubeconfig)],
             tmp_path / "operator.log",
-            env={**container_env(cluster, pod), "PYTHONPATH": str(REPO)},
+            env={**container_env(cluster.kubectl, NAMESPACE, pod), "PYTHONPATH": str(REPO)},
         )  # fmt: skip
         wait_for(
             lambda: http_ok(f"http://127.0.0.1:{health}/readyz") or not process.alive(),
@@ -192,25 +192,6 @@ def test_the_operator_starts_with_the_installed_deployments_arguments(
             assert process.terminate(30) == 0, process.log_tail()
         cluster.kubectl.run("-n", NAMESPACE, "delete", "secret", "baseten-operator-api-key")
         cluster.helm.uninstall(release)
-
-
-def container_env(cluster: Cluster, pod: dict[str, Any]) -> dict[str, str]:
-    """The container's environment as the kubelet would set it (values, Secret keys, fields)."""
-    fields = {"metadata.namespace": NAMESPACE, "spec.serviceAccountName": pod["serviceAccountName"]}
-    env = {}
-    for variable in pod["containers"][0]["env"]:
-        source = variable.get("valueFrom", {})
-        if "value" in variable:
-            env[variable["name"]] = variable["value"]
-        elif "secretKeyRef" in source:
-            ref = source["secretKeyRef"]
-            secret = cluster.kubectl.json("get", "secret", ref["name"], "-n", NAMESPACE)
-            env[variable["name"]] = base64.b64decode(secret["data"][ref["key"]]).decode()
-        elif source.get("fieldRef", {}).get("fieldPath") in fields:
-            env[variable["name"]] = fields[source["fieldRef"]["fieldPath"]]
-        else:
-            raise AssertionError(f"unhandled env source {variable}")
-    return env
 
 
 def test_a_namespace_opts_in_to_secret_reading_with_the_sample_role_binding(

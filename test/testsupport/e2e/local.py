@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from testsupport.clusters import Cluster, start_kube
+from testsupport.clusters import Cluster, Kind, start_kube
 from testsupport.e2e.harness import (
     API_KEY_SECRET,
     INSTALL_MANIFEST,
@@ -76,16 +76,19 @@ def unexpected(refused: list[str]) -> list[str]:
 
 
 @contextlib.contextmanager
-def running_cluster(workdir: Path, api_key: str) -> Iterator[tuple[LocalCluster, list[Process]]]:
+def running_cluster(
+    workdir: Path, api_key: str, *, kind: Kind | None = None, advertise_host: str | None = None
+) -> Iterator[tuple[LocalCluster, list[Process]]]:
     """A `LocalCluster` and the processes started on it (the caller may add operators); all
     stopped, and the API server's data removed, when the block ends. Then, on a real server,
     no request of the operators may have been refused by RBAC: they run with exactly
     config/rbac's permissions, and a missing one fails the block even where the operator
-    only logs it (an informer retrying a refused watch)."""
+    only logs it (an informer retrying a refused watch). `kind`: the API server's (default:
+    `clusters.default_kind()`); `advertise_host`: the simulator's (see its --advertise-host)."""
     processes: list[Process] = []
-    kube = start_kube(workdir / "kube", audit=True)
+    kube = start_kube(workdir / "kube", kind, audit=True)
     try:
-        yield start_cluster(kube, workdir, processes, api_key), processes
+        yield start_cluster(kube, workdir, processes, api_key, advertise_host), processes
     finally:
         for process in reversed(processes):
             process.terminate(SHUTDOWN_TIMEOUT)
@@ -95,10 +98,15 @@ def running_cluster(workdir: Path, api_key: str) -> Iterator[tuple[LocalCluster,
 
 
 def start_cluster(
-    kube: Cluster, workdir: Path, processes: list[Process], api_key: str
+    kube: Cluster,
+    workdir: Path,
+    processes: list[Process],
+    api_key: str,
+    advertise_host: str | None = None,
 ) -> LocalCluster:
     """The operator installed on `kube` and the simulator started (added to `processes`)."""
     python = str(VENV_BIN / "python")
+    advertised = ["--advertise-host", advertise_host] if advertise_host else []
 
     sim_port = free_port()
     simulator = Process.start(
@@ -115,6 +123,7 @@ def start_cluster(
             api_key,
             "--time-scale",
             str(TIME_SCALE),
+            *advertised,
         ],
         workdir / "baseten.log",
     )

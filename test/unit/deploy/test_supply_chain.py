@@ -21,6 +21,7 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+from testsupport.image import image_tool
 from testsupport.paths import REPO
 from testsupport.wheels import build_wheel, copy_sources
 
@@ -122,7 +123,8 @@ def test_the_runtime_closure_has_no_build_tools_and_the_build_lock_pins_them() -
 
 
 def stages() -> list[list[str]]:
-    """The Dockerfile's instructions (continuations joined), split at each FROM."""
+    """The Dockerfile's instructions (continuations joined), split at each FROM: the
+    wheelhouse (an input), the build stage, the final stage."""
     joined = re.sub(r"\\\n\s*", " ", DOCKERFILE.read_text())
     instructions = [
         line.strip() for line in joined.splitlines() if line.strip() and not line.startswith("#")
@@ -144,11 +146,23 @@ def test_the_base_image_is_pinned_by_digest() -> None:
     (image,) = re.findall(r"^ARG PYTHON_IMAGE=(\S+)$", text, re.MULTILINE)
     assert re.fullmatch(r"python:3\.11-slim@sha256:[0-9a-f]{64}", image)
     froms = [line for line in text.splitlines() if line.startswith("FROM ")]
-    assert froms and all(line.split()[1] == "${PYTHON_IMAGE}" for line in froms)
+    # The wheelhouse is an input an air-gapped build replaces, not a base.
+    assert froms[0] == "FROM scratch AS wheelhouse"
+    assert froms[1:] and all(line.split()[1] == "${PYTHON_IMAGE}" for line in froms[1:])
+
+
+def test_the_wheelhouse_is_empty_unless_a_build_brings_one_and_pip_reads_it() -> None:
+    wheelhouse, build, _final = stages()
+    assert wheelhouse[-1] == "FROM scratch AS wheelhouse"  # nothing from the context
+    assert "COPY --from=wheelhouse / /wheelhouse/" in build
+    (pip_env,) = [i for i in build if i.startswith("ENV PIP_")]
+    assert "PIP_FIND_LINKS=/wheelhouse" in pip_env.split()
+    # No index only when asked (`--build-arg PIP_NO_INDEX=1`): a build argument, not set.
+    assert "ARG PIP_NO_INDEX" in build
 
 
 def test_the_build_installs_only_hash_checked_pins() -> None:
-    build, _final = stages()
+    _wheelhouse, build, _final = stages()
     runs = " ".join(i for i in build if i.startswith("RUN "))
     assert "pip install --require-hashes --no-deps -r requirements-build.lock" in runs
     assert "pip wheel --require-hashes --no-deps --no-build-isolation" in runs
@@ -160,7 +174,7 @@ def test_the_build_installs_only_hash_checked_pins() -> None:
 
 
 def test_the_final_stage_has_no_pip_setuptools_or_sources() -> None:
-    _build, final = stages()
+    _wheelhouse, _build, final = stages()
     copies = [i for i in final if i.startswith(("COPY", "ADD"))]
     assert copies == ["COPY --from=build /opt/venv /opt/venv"]
     runs = " ".join(i for i in final if i.startswith("RUN "))
@@ -176,7 +190,7 @@ def test_the_final_stage_has_no_pip_setuptools_or_sources() -> None:
 
 def dockerfile_sources() -> list[str]:
     """What the build stage COPYs from the context to build the operator's wheel."""
-    build, _ = stages()
+    _wheelhouse, build, _final = stages()
     sources: list[str] = []
     for instruction in build:
         if instruction.startswith("COPY ") and "--from" not in instruction:
@@ -320,15 +334,10 @@ def test_the_installed_operator_needs_nothing_the_wheel_leaves_out(
 
 
 def test_make_sbom_describes_the_locked_closure_in_cyclonedx(tmp_path: Path) -> None:
-    recipe = (REPO / "Makefile").read_text()
-    command = "cyclonedx-py requirements requirements.lock --pyproject pyproject.toml"
-    assert command in recipe and "--output-format JSON --output-reproducible" in recipe
+    assert "$(IMAGE_TOOL) sbom $(SBOM)" in (REPO / "Makefile").read_text()
     out = tmp_path / "sbom.cdx.json"
-    subprocess.run(
-        [str(Path(sys.executable).parent / "cyclonedx-py"), *command.split()[1:],
-         "--output-format", "JSON", "--output-reproducible", "--output-file", str(out)],
-        check=True, capture_output=True, timeout=120, cwd=REPO,
-    )  # fmt: skip
+    done = image_tool("sbom", str(out), timeout=120)
+    assert done.returncode == 0, done.stderr
     bom = json.loads(out.read_text())
     assert bom["bomFormat"] == "CycloneDX"
     assert bom["metadata"]["component"]["name"] == "baseten-operator"
