@@ -1,22 +1,26 @@
 """The ready-made commands the interactive sandbox prints: kubectl and curl, copy-paste ready.
 
-Each play is one story from the README (drift, a failed build, a bad rollout reverted, a
-TTL deactivation, pause, observe, a Secret rotated, a guarded deletion) told with the tools
-a person has: kubectl against the sandbox's API server, curl against the Baseten
-simulator's `/_sim/` control API.
+Each play is one story from the README (drift, a failed build, a bad rollout reverted, a bad
+model caught by the analysis, a TTL deactivation, pause, observe, a Secret rotated, a guarded
+deletion) told with the tools a person has: kubectl against the sandbox's API server, curl
+against the Baseten simulator's `/_sim/` control API (and its Baseten API).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import shlex
 import shutil
 import sys
 from dataclasses import dataclass
 from typing import Any
 
+from baseten_operator.api.types import PromotionSettings
 from baseten_operator.sandbox.seed import (
     BAD_DEPLOYMENT,
+    BAD_MODEL_DEPLOYMENT,
+    BAD_MODEL_TRAFFIC,
     CI_DEPLOYMENT,
     HF_SECRET,
     HF_SECRET_KEY,
@@ -42,6 +46,7 @@ class PlaybookIds:
     llm_model_id: str
     vllm_model_id: str
     staging_deployment_id: str
+    bad_model_deployment_id: str
 
 
 @dataclass(frozen=True)
@@ -60,9 +65,14 @@ def sim_call(sim_url: str, operation: str, arguments: dict[str, Any]) -> str:
     )
 
 
-def set_mode(name: str, mode: str) -> str:
-    patch = json.dumps({"spec": {"mode": mode}}, separators=(",", ":"))
+def patch_spec(name: str, spec: dict[str, Any]) -> str:
+    """kubectl's merge patch of a BasetenModel's spec (a null removes a field)."""
+    patch = json.dumps({"spec": spec}, separators=(",", ":"))
     return f"kubectl patch bm {name} --type merge -p {shlex.quote(patch)}"
+
+
+def set_mode(name: str, mode: str) -> str:
+    return patch_spec(name, {"mode": mode})
 
 
 def ui_min_replicas(sim_url: str, model_id: str, minimum: int) -> str:
@@ -74,17 +84,67 @@ def ui_min_replicas(sim_url: str, model_id: str, minimum: int) -> str:
 
 
 def set_source(name: str, source: str) -> str:
-    patch = json.dumps({"spec": {"sourceDeploymentName": source}}, separators=(",", ":"))
-    return f"kubectl patch bm {name} --type merge -p {shlex.quote(patch)}"
+    return patch_spec(name, {"sourceDeploymentName": source})
 
 
 # Production ramps a new version's traffic up in ten stages over 50 simulated minutes: a
-# minute at the sandbox's time scale, time enough to revert while it ramps.
-RAMPING_PROMOTIONS = {
-    "rolling_deploy": True,
-    "ramp_up_while_promoting": True,
-    "ramp_up_duration_seconds": 3000,
+# minute at the sandbox's time scale, time enough to revert while it ramps. Set in Baseten's
+# UI (RAMPING_PROMOTIONS) or by the spec (RAMPING_PROMOTION_SETTINGS: an analysis needs the
+# steps said there).
+RAMP_SECONDS = 3000
+_RAMPING = PromotionSettings(
+    rolling_deploy=True, ramp_up_while_promoting=True, ramp_up_duration_seconds=RAMP_SECONDS
+)
+RAMPING_PROMOTIONS = _RAMPING.model_dump(exclude_none=True)
+RAMPING_PROMOTION_SETTINGS = _RAMPING.model_dump(by_alias=True, exclude_none=True)
+
+# What catches the bad model: its 5xx share checked every 30s (the shortest interval), two
+# failed checks in a row roll it back. 20 requests, a third of what the first ramp stage
+# brings a window (seed.py), make a check conclusive.
+BAD_MODEL_INTERVAL = 30
+BAD_MODEL_MAX_ERRORS = 2
+BAD_MODEL_FAILURE_LIMIT = 2
+BAD_MODEL_ANALYSIS = {
+    "mode": "Guard",
+    "interval": f"{BAD_MODEL_INTERVAL}s",
+    "failureLimit": BAD_MODEL_FAILURE_LIMIT,
+    "minRequests": 20,
+    "metrics": [{"name": "errors", "errorRatio": {"maxPercent": BAD_MODEL_MAX_ERRORS}}],
 }
+
+
+def analysed(source: str) -> dict[str, Any]:
+    """The spec that promotes `source` in ramp stages, judged by BAD_MODEL_ANALYSIS."""
+    return {
+        "sourceDeploymentName": source,
+        "environment": {"promotionSettings": RAMPING_PROMOTION_SETTINGS},
+        "promotion": {"analysis": BAD_MODEL_ANALYSIS},
+    }
+
+
+def unanalysed(source: str) -> dict[str, Any]:
+    """Back to `source` as the samples ask for it: no analysis, no promotion settings (the
+    ramp stays in Baseten, as the UI's does: the spec stops watching it)."""
+    return {
+        "sourceDeploymentName": source,
+        "environment": {"promotionSettings": None},
+        "promotion": None,
+    }
+
+
+def rollback_timeout(time_scale: float) -> int:
+    """Real seconds to wait for the rollback: an earlier promotion's ramp cancelled at its
+    height steps all the way down first, then two checks and a few operator passes."""
+    simulated = RAMP_SECONDS + 10 * BAD_MODEL_INTERVAL
+    return math.ceil(30 + simulated * time_scale)
+
+
+def baseten_get(sim_url: str, api_key: str, path: str) -> str:
+    """A curl GET of Baseten's own API (the simulator's), as the operator reads it."""
+    return (
+        f"curl -sS --fail-with-body -H {shlex.quote(f'Authorization: Api-Key {api_key}')} "
+        f"{sim_url}/v1{path}"
+    )
 
 
 def operator_program() -> str:
@@ -182,6 +242,34 @@ def build_playbook(
                 set_source(PRODUCTION_CR, CI_DEPLOYMENT),
                 message,
                 "kubectl get events --field-selector reason=PromotionCancelled",
+            ),
+        ),
+        Play(
+            "A bad model, caught",
+            f"{BAD_MODEL_DEPLOYMENT}'s new weights answer 30% of its requests with 5xx. "
+            "Production promotes it in ramp stages with an analysis (errors at most "
+            f"{BAD_MODEL_MAX_ERRORS}%, checked every {BAD_MODEL_INTERVAL}s): "
+            f"{BAD_MODEL_FAILURE_LIMIT} failed checks in a row (AnalysisCheckFailed) and the "
+            "operator rolls it back (PromotionRolledBack) while the old version serves; "
+            f"ROLLED_BACK, ANALYSIS Failed. Then back to {CI_DEPLOYMENT}, without the analysis.",
+            (
+                sim_call(
+                    sim_url,
+                    "set_traffic_profile",
+                    {"deployment_id": ids.bad_model_deployment_id, **BAD_MODEL_TRAFFIC},
+                ),
+                patch_spec(PRODUCTION_CR, analysed(BAD_MODEL_DEPLOYMENT)),
+                f"kubectl wait bm/{PRODUCTION_CR} "
+                "--for=jsonpath='{.status.deploymentStatus}'=ROLLED_BACK "
+                f"--timeout={rollback_timeout(time_scale)}s",
+                f"kubectl get bm {PRODUCTION_CR}",
+                message,
+                "kubectl get events --field-selector reason=AnalysisCheckFailed",
+                "kubectl get events --field-selector reason=PromotionRolledBack",
+                baseten_get(
+                    sim_url, api_key, f"/models/{ids.llm_model_id}/environments/{PRODUCTION}"
+                ),
+                patch_spec(PRODUCTION_CR, unanalysed(CI_DEPLOYMENT)),
             ),
         ),
         Play(

@@ -164,6 +164,7 @@ def _interactive(
         llm_model_id=sandbox.account.llm_model_id,
         vllm_model_id=sandbox.simulator.engine.find_model_id(VLLM_MODEL) or "<not created yet>",
         staging_deployment_id=_staging_deployment_id(sandbox),
+        bad_model_deployment_id=sandbox.account.bad_model_deployment_id,
     )
     plays = build_playbook(
         str(sandbox.settings.kubeconfig),

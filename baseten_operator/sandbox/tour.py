@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from baseten_operator.api.constants import BASETENMODELS, BASETENSECRETS
+from baseten_operator.api.constants import BASETENMODELS, BASETENSECRETS, ROLLED_BACK
 from baseten_operator.baseten.metrics import BASETEN_API_REQUESTS
 from baseten_operator.controller.shared.timing import Timing
 from baseten_operator.runtime.errors import NotFound
@@ -26,6 +26,9 @@ from baseten_operator.sandbox.console import Console
 from baseten_operator.sandbox.display import LiveDisplay
 from baseten_operator.sandbox.events import EventLog, Occurrence
 from baseten_operator.sandbox.playbook import (
+    BAD_MODEL_FAILURE_LIMIT,
+    BAD_MODEL_INTERVAL,
+    BAD_MODEL_MAX_ERRORS,
     BASETEN_SECRET_CR,
     BASETEN_SECRET_NAME,
     DESIRED_MIN_REPLICAS,
@@ -33,9 +36,14 @@ from baseten_operator.sandbox.playbook import (
     GUARDED_CR,
     PRODUCTION_CR,
     STAGING_CR,
+    analysed,
+    unanalysed,
 )
 from baseten_operator.sandbox.seed import (
+    BAD_MODEL_DEPLOYMENT,
+    BAD_MODEL_TRAFFIC,
     CI_DEPLOYMENT,
+    HEALTHY_TRAFFIC,
     HF_SECRET,
     HF_SECRET_KEY,
     HF_TOKEN,
@@ -130,6 +138,12 @@ class Tour:
                 self.failed_build,
             ),
             Step(
+                "a bad model is caught and rolled back",
+                f"{BAD_MODEL_DEPLOYMENT} answers 30% of its requests with 5xx; {PRODUCTION_CR} "
+                f"promotes it in ramp stages, its errors checked every {BAD_MODEL_INTERVAL}s.",
+                self.bad_model,
+            ),
+            Step(
                 "a TTL deactivation is healed",
                 "Baseten's inactivity TTL deactivates the production deployment.",
                 self.ttl,
@@ -198,6 +212,9 @@ class Tour:
 
     def _status(self, name: str) -> dict[str, Any]:
         return (self._cr(name) or {}).get("status") or {}
+
+    def _spec(self, name: str) -> dict[str, Any]:
+        return (self._cr(name) or {}).get("spec") or {}
 
     def _environment(self, model_id: str, env: str = PRODUCTION) -> dict[str, Any]:
         return self.sim.engine.get_environment(model_id, env)
@@ -269,6 +286,81 @@ class Tour:
             f"{NEXT_CI_DEPLOYMENT} active in {PRODUCTION}",
         )
         return f"DeploymentRetried: {retried.message}; then promoted and ACTIVE"
+
+    def bad_model(self) -> str:
+        since = time.monotonic()
+        old = self._environment(self.llm_id)["current_deployment"]
+        source = self._spec(PRODUCTION_CR)["sourceDeploymentName"]
+        self._promote_bad_model(old)
+        checks = self._caught(since)
+        rolled_back = self._event("PromotionRolledBack", PRODUCTION_CR, since)
+        self._still_serving(old)
+        self._restore(source, old["name"])
+        return (
+            f"PromotionRolledBack after {checks} checks: {rolled_back.message}; "
+            f"{old['name']} served throughout"
+        )
+
+    def _promote_bad_model(self, old: dict[str, Any]) -> None:
+        """Production's deployment answers healthily, the bad model 30% 5xx; production is
+        pointed at the bad model, with the analysis."""
+        self.sim.set_traffic_profile(old["id"], **HEALTHY_TRAFFIC)
+        bad_id = self.sandbox.account.bad_model_deployment_id
+        self.sim.set_traffic_profile(bad_id, **BAD_MODEL_TRAFFIC)
+        self._say(f"Baseten: {old['name']} serves healthily; {BAD_MODEL_DEPLOYMENT} 30% 5xx")
+        self._patch_spec(PRODUCTION_CR, analysed(BAD_MODEL_DEPLOYMENT))
+        self._say(
+            f"kubectl patch: sourceDeploymentName -> {BAD_MODEL_DEPLOYMENT}, ramp stages, "
+            f"analysis errors <= {BAD_MODEL_MAX_ERRORS}%, failureLimit {BAD_MODEL_FAILURE_LIMIT}"
+        )
+
+    def _caught(self, since: float) -> int:
+        """The analysis failed the bad model in as many checks as its limit, each in a row,
+        and rolled it back: the last check's Event, ROLLED_BACK and its message. Returns
+        the number of checks."""
+        limit = BAD_MODEL_FAILURE_LIMIT
+        in_a_row = f"({limit} of {limit} in a row)"
+        last_failed = self._event(
+            "AnalysisCheckFailed", PRODUCTION_CR, since, matching=lambda o: in_a_row in o.message
+        )
+        self._say(f"AnalysisCheckFailed: {last_failed.message}")
+        status = self._wait(self._rolled_back, f"{PRODUCTION_CR} {ROLLED_BACK}")
+        message = status.get("message") or ""
+        self._say(f"status.message: {message}")
+        if not (
+            message.startswith(f"rolled back {BAD_MODEL_DEPLOYMENT}: errors ")
+            and message.endswith(f"in {limit} consecutive checks")
+        ):
+            raise StepFailed(f"unexpected {ROLLED_BACK} message: {message!r}")
+        checks = int(status["promotion"]["analysis"]["checks"])
+        if checks != limit:
+            # A check that passed or was inconclusive came first: the errors went unseen.
+            raise StepFailed(f"rolled back after {checks} checks, not within {limit}")
+        return checks
+
+    def _rolled_back(self) -> dict[str, Any] | None:
+        status = self._status(PRODUCTION_CR)
+        return status if status.get("deploymentStatus") == ROLLED_BACK else None
+
+    def _still_serving(self, old: dict[str, Any]) -> None:
+        """The rolled-back candidate has no traffic left: the old deployment serves alone."""
+        environment = self._environment(self.llm_id)
+        current = environment["current_deployment"]
+        if current["id"] != old["id"]:
+            raise StepFailed(f"{PRODUCTION} serves {current['name']}, not {old['name']}")
+        if environment.get("in_progress_promotion") is not None:
+            raise StepFailed(f"still promoting: {environment['in_progress_promotion']}")
+
+    def _restore(self, source: str, serving: str) -> None:
+        """Back to the source the step found, without the analysis: Ready, serving it."""
+        generation = self._patch_spec(PRODUCTION_CR, unanalysed(source))
+        self._say(f"kubectl patch: sourceDeploymentName -> {source}, no analysis")
+        self._wait(
+            lambda: self._observed(PRODUCTION_CR, generation)
+            and ready(self._cr(PRODUCTION_CR))
+            and self._status(PRODUCTION_CR).get("activeDeploymentName") == serving,
+            f"{PRODUCTION_CR} Ready, serving {serving}",
+        )
 
     def ttl(self) -> str:
         since = time.monotonic()

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import io
+import json
+import shlex
 from typing import Any
 
 from baseten_operator.sandbox.console import Console
 from baseten_operator.sandbox.display import DELETED, row_of
 from baseten_operator.sandbox.events import EventLog
 from baseten_operator.sandbox.playbook import PlaybookIds, build_playbook, render_playbook
+
+IDS = PlaybookIds("a1", "b2", "c3", "d4")
 
 
 def model(status: dict[str, Any], mode: str = "Reconcile") -> dict[str, Any]:
@@ -53,7 +57,7 @@ def test_event_log_counts_each_occurrence_once() -> None:
 
 
 def test_playbook_commands_are_printed_one_per_line() -> None:
-    plays = build_playbook("/k/config", "http://127.0.0.1:1", PlaybookIds("a1", "b2", "c3"))
+    plays = build_playbook("/k/config", "http://127.0.0.1:1", IDS)
     out = io.StringIO()
     Console(out).lines(render_playbook(plays))
     commands = [line for line in out.getvalue().splitlines() if line.startswith("  $ ")]
@@ -65,7 +69,7 @@ def test_playbook_commands_are_printed_one_per_line() -> None:
 
 
 def test_the_playbook_tells_a_bad_rollout_reverted() -> None:
-    plays = build_playbook("/k/config", "http://127.0.0.1:1", PlaybookIds("a1", "b2", "c3"))
+    plays = build_playbook("/k/config", "http://127.0.0.1:1", IDS)
     (play,) = [p for p in plays if p.title == "A bad rollout, revert"]
     sources = [c for c in play.commands if "sourceDeploymentName" in c]
     # Out to the bad build, then back to the one it replaced.
@@ -76,7 +80,34 @@ def test_the_playbook_tells_a_bad_rollout_reverted() -> None:
 
 
 def test_the_playbook_rotates_a_secret_and_shows_its_hash_not_its_value() -> None:
-    plays = build_playbook("/k/config", "http://127.0.0.1:1", PlaybookIds("a1", "b2", "c3"))
+    plays = build_playbook("/k/config", "http://127.0.0.1:1", IDS)
     (play,) = [p for p in plays if p.title == "Rotate a Secret"]
     assert any(c.startswith("kubectl create secret generic hf-token ") for c in play.commands)
     assert play.commands[-1] == "curl -sS --fail-with-body http://127.0.0.1:1/_sim/secrets"
+
+
+def test_the_playbook_catches_a_bad_model_after_the_revert_and_restores_production() -> None:
+    plays = build_playbook("/k/config", "http://127.0.0.1:1", IDS, time_scale=0.02)
+    titles = [p.title for p in plays]
+    assert titles.index("A bad model, caught") == titles.index("A bad rollout, revert") + 1
+    (play,) = [p for p in plays if p.title == "A bad model, caught"]
+    # The seeded candidate answers 30% of its requests with 5xx.
+    assert '"deployment_id":"d4","requests_per_second":20.0,"share_5xx":0.3' in play.commands[0]
+    patches = [json.loads(shlex.split(c)[-1])["spec"] for c in play.commands if " patch " in c]
+    assert patches[0]["sourceDeploymentName"] == "img-1.3-wgt-2.0-p-1.6"
+    assert patches[0]["environment"]["promotionSettings"]["rampUpWhilePromoting"] is True
+    analysis = patches[0]["promotion"]["analysis"]
+    assert analysis["mode"] == "Guard" and analysis["failureLimit"] == 2
+    assert analysis["interval"] == "30s"
+    assert analysis["metrics"] == [{"name": "errors", "errorRatio": {"maxPercent": 2}}]
+    # The wait outlasts a cancelled ramp's way down at this time scale (60 s) and the checks.
+    assert (
+        "--for=jsonpath='{.status.deploymentStatus}'=ROLLED_BACK --timeout=96s"
+        in (play.commands[2])
+    )
+    # The play ends where the ones after it expect production: CI's build, no analysis.
+    assert patches[-1] == {
+        "sourceDeploymentName": "img-1.0-wgt-1.0-p-1.3",
+        "environment": {"promotionSettings": None},
+        "promotion": None,
+    }

@@ -9,6 +9,7 @@ directory, offline: the dependencies already installed in this environment are l
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -25,6 +26,7 @@ from testsupport.wheels import WHEEL_SOURCES, build_wheel, copy_sources, no_byte
 # What belongs to this environment's install of the project, not to its dependencies.
 PROJECT_ENTRIES = ("baseten_operator", "__editable__")
 READY_LINE = "Ctrl-C stops everything."
+BAD_MODEL_PLAY = "A bad model, caught"
 SAMPLES = "baseten_operator/sandbox/samples"
 
 
@@ -100,8 +102,13 @@ def test_the_installed_sandbox_brings_the_samples_up_and_stops_cleanly(
 ) -> None:
     sandbox = run_sandbox(command=[str(installed / "baseten-operator")], env=clean_env())
     # The samples were applied and became Ready: the operator (its truss push included)
-    # ran from the virtualenv on the emulator and the simulator from it too.
-    sandbox.wait_for_line(READY_LINE, timeout=90)
+    # ran from the virtualenv on the emulator and the simulator from it too. The playbook
+    # printed, the wheel's own: its bad model is the seeded one, by its id.
+    play = sandbox.wait_for_line(f"{BAD_MODEL_PLAY}: ", timeout=90)
+    assert re.match(rf"\d+\. {BAD_MODEL_PLAY}: ", play), play
+    profile = sandbox.wait_for_line("/_sim/set_traffic_profile ", timeout=5)
+    assert re.search(r'"deployment_id":"\w+","requests_per_second":20.0,"share_5xx":0.3', profile)
+    sandbox.wait_for_line(READY_LINE, timeout=30)
     sandbox.process.send_signal(signal.SIGINT)
     assert sandbox.finish(timeout=30) == 0, sandbox.output
     assert "Leader election lease: released." in sandbox.output
