@@ -40,7 +40,7 @@ def explain_failure(p: Pass, model_id: str, deployment: DeploymentV1) -> bool:
     excerpt = _excerpt(p, model_id, deployment)
     p.record_failure(
         LastFailure(
-            deployment_id=deployment.id,
+            deploymentID=deployment.id,
             reason=deployment.status,
             excerpt=excerpt,
             time=rfc3339(p.deps.clock),
