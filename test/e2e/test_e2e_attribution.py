@@ -93,12 +93,10 @@ def test_a_failed_build_is_explained_once_with_secrets_masked(stack: Stack) -> N
     model_id, _ = stack.sim.seed_model_with_deployment("why", "build-1")
     failed = stack.sim.control("seed_deployment", model_id=model_id, name="build-2",
                                status="BUILD_FAILED")  # fmt: skip
-    line = f"ERROR: registry refused the pull: key {API_KEY} (Bearer tok.s3cr3t-9) not valid"
+    line = f"ERROR: registry refused the pull: key {API_KEY}, Bearer tok.s3cr3t-9 not valid"
     stack.sim.control("inject_log", deployment_id=failed["id"], message=line)
     # Baseten refuses the retries: the failure lasts through several retry passes.
-    stack.sim.control(
-        "inject_fault", endpoint="retry_deployment", kind="5xx", status=500, count=100000
-    )
+    stack.sim.control("inject_fault", endpoint="retry", kind="5xx", status=500, count=100000)
     try:
         stack.kubectl.apply(
             basetenmodel(
@@ -111,7 +109,7 @@ def test_a_failed_build_is_explained_once_with_secrets_masked(stack: Stack) -> N
                 },
             )
         )
-        status = stack.wait_status(
+        retried = stack.wait_status(
             namespace,
             "why",
             lambda s: (s.get("deploymentRetryCount") or 0) >= 3,
@@ -121,8 +119,8 @@ def test_a_failed_build_is_explained_once_with_secrets_masked(stack: Stack) -> N
     finally:
         stack.sim.control("clear_faults")
 
-    failure = status["lastFailure"]
-    masked = "ERROR: registry refused the pull: key [redacted] (Bearer [redacted]) not valid"
+    failure = retried["status"]["lastFailure"]
+    masked = "ERROR: registry refused the pull: key [redacted], Bearer [redacted] not valid"
     assert failure["deploymentID"] == failed["id"]
     assert failure["reason"] == "BUILD_FAILED"
     assert failure["excerpt"] == masked
