@@ -189,8 +189,9 @@ def build_playbook(
         Play(
             "Click-ops drift",
             f"Someone sets minReplicas {DRIFT_MIN_REPLICAS} in the Baseten UI; on its next pass "
-            f"the operator puts {DESIRED_MIN_REPLICAS} back (event AutoscalingUpdated).",
-            (drift,),
+            f"the operator puts {DESIRED_MIN_REPLICAS} back, and its DriftCorrected event names "
+            "who did it, read from Baseten's audit log.",
+            (drift, "kubectl get events --field-selector reason=DriftCorrected"),
         ),
         Play(
             "Preview with plan",
@@ -202,7 +203,8 @@ def build_playbook(
         Play(
             "A failed build",
             f"CI's next build {NEXT_CI_DEPLOYMENT} failed; point production at it and the "
-            "operator retries it (DeploymentRetried), then promotes it.",
+            "operator says why (DeploymentFailed, with the build's error lines, and "
+            "status.lastFailure), retries it (DeploymentRetried), then promotes it.",
             (
                 sim_call(
                     sim_url,

@@ -123,13 +123,19 @@ def test_a_failed_build_is_explained_once_with_secrets_masked(stack: Stack) -> N
     masked = "ERROR: registry refused the pull: key [redacted], Bearer [redacted] not valid"
     assert failure["deploymentID"] == failed["id"]
     assert failure["reason"] == "BUILD_FAILED"
-    assert failure["excerpt"] == masked
+    # The line the build failed with (the simulator's), then the one injected after it.
+    assert failure["excerpt"] == (f"Build failed: the image build exited with an error\n{masked}")
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", failure["time"])
     events = [
         e for e in stack.kubectl.events(namespace, "why") if e["reason"] == "DeploymentFailed"
     ]
     assert [(e["type"], e["message"], e.get("count", 1)) for e in events] == [
-        ("Warning", f"Deployment build-2 is BUILD_FAILED: {masked}", 1)
+        (
+            "Warning",
+            "Deployment build-2 is BUILD_FAILED: Build failed: the image build exited with an "
+            f"error | {masked}",
+            1,
+        )
     ]
     reads = [
         r

@@ -12,7 +12,11 @@ from typing import Any
 from baseten_operator.sim.baseten import audit_trail, autoscaling_schedules
 from baseten_operator.sim.baseten.account import Account
 from baseten_operator.sim.baseten.autoscaling_schedules import ScheduleEdit
-from baseten_operator.sim.baseten.deployment_logs import check_level, default_failure
+from baseten_operator.sim.baseten.deployment_logs import (
+    check_level,
+    default_failure,
+    log_status,
+)
 from baseten_operator.sim.baseten.errors import SimError, bad_request
 from baseten_operator.sim.baseten.lifecycle import PUSH_STATUSES, Lifecycle
 from baseten_operator.sim.baseten.records import (
@@ -74,6 +78,9 @@ class Controls:
                 self._lifecycle.finish_serving(dep, now)
             else:
                 dep.deployed = status not in RETRYABLE_STATUSES
+                # A deployment seeded failed has the log line it failed with, as one that
+                # got there by itself would.
+                log_status(dep, status, now)
             return self._account.render_deployment(dep)
 
     def seed_environment(
