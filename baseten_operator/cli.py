@@ -16,6 +16,7 @@ from baseten_operator.flags import (
     METRICS_BIND_ADDRESS,
     TIME_SCALE,
     add_bool_flag,
+    duration,
     namespace_or_all,
     positive_float,
     positive_int,
@@ -61,6 +62,28 @@ def add_operator_flags(parser: argparse.ArgumentParser) -> None:
         "--leader-election-namespace",
         default=d.leader_election_namespace,
         help="namespace of the Lease (default: the pod's, else 'default')",
+    )
+    # kube-controller-manager's names and defaults (15s, 10s, 2s); never time-scaled.
+    parser.add_argument(
+        "--leader-elect-lease-duration",
+        dest="lease_duration",
+        type=duration,
+        default=d.lease_duration,
+        help="how long a Lease binds the others after its holder's last renewal",
+    )
+    parser.add_argument(
+        "--leader-elect-renew-deadline",
+        dest="renew_deadline",
+        type=duration,
+        default=d.renew_deadline,
+        help="how long the leader keeps trying to renew before it stops leading",
+    )
+    parser.add_argument(
+        "--leader-elect-retry-period",
+        dest="retry_period",
+        type=duration,
+        default=d.retry_period,
+        help="how often candidates try to take, and the leader to renew, the Lease",
     )
     parser.add_argument(
         "--watch-namespace",
@@ -248,7 +271,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "run":
         from baseten_operator.main import run_operator
 
-        return run_operator(options_from_args(args))
+        options = options_from_args(args)
+        if not options.lease_duration > options.renew_deadline > options.retry_period:
+            parser.error(
+                "leader election needs --leader-elect-lease-duration > "
+                "--leader-elect-renew-deadline > --leader-elect-retry-period"
+            )
+        return run_operator(options)
     if args.command == "plan":
         from baseten_operator.plan.command import run_plan
 

@@ -8,9 +8,12 @@ the sandbox to loopback addresses and a fast clock.
 from __future__ import annotations
 
 import argparse
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+from baseten_operator.api.base import DURATION_PATTERN, duration_seconds
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
 LOG_FORMATS = ("json", "console")
@@ -32,6 +35,22 @@ def positive_float(text: str) -> float:
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
     return value
+
+
+def duration(text: str) -> float:
+    """A positive duration in seconds: Kubernetes' form (`15s`, `1m30s`, as kube-controller-
+    manager's leader election flags take it) or a bare number of seconds."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        if not re.fullmatch(DURATION_PATTERN, text):
+            raise argparse.ArgumentTypeError(
+                f"must be a duration such as 15s or 1m30s, got {text!r}"
+            ) from None
+        seconds = duration_seconds(text)
+    if seconds <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+    return seconds
 
 
 def positive_int(text: str) -> int:

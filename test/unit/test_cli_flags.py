@@ -216,3 +216,39 @@ def test_the_command_line_of_run_imports_no_simulator() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
     )
     assert out.stdout.strip() == "[]"
+
+
+def test_leader_election_timings_take_durations_and_reach_the_manager() -> None:
+    options = _options(
+        "--leader-elect-lease-duration=1m30s",
+        "--leader-elect-renew-deadline",
+        "20s",
+        "--leader-elect-retry-period=2.5",
+    )
+    manager = manager_options(options)
+    assert (manager.lease_duration, manager.renew_deadline, manager.retry_period) == (
+        90.0,
+        20.0,
+        2.5,
+    )
+    defaults = _options()
+    assert (defaults.lease_duration, defaults.renew_deadline, defaults.retry_period) == (
+        15.0,
+        10.0,
+        2.0,
+    )
+
+
+@pytest.mark.parametrize("value", ["0s", "-3", "fast", "15x"])
+def test_a_bad_leader_election_duration_is_a_usage_error(value: str) -> None:
+    with pytest.raises(SystemExit):
+        _options(f"--leader-elect-lease-duration={value}")
+
+
+def test_timings_out_of_order_refuse_to_start(capsys: pytest.CaptureFixture[str]) -> None:
+    from baseten_operator.cli import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(["run", "--leader-elect-lease-duration=5s", "--leader-elect-renew-deadline=5s"])
+    assert exited.value.code == 2
+    assert "lease-duration > --leader-elect-renew-deadline" in capsys.readouterr().err

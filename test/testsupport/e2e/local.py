@@ -15,6 +15,7 @@ from testsupport.clusters import Cluster, Kind, start_kube
 from testsupport.e2e.harness import (
     API_KEY_SECRET,
     INSTALL_MANIFEST,
+    LEADER_ELECTION_FLAGS,
     OPERATOR_NAMESPACE,
     OPERATOR_SERVICE_ACCOUNT,
     OPERATOR_USER,
@@ -164,6 +165,7 @@ def start_operator(
             "--kubeconfig",
             str(cluster.operator_kubeconfig),
             "--leader-elect",
+            *LEADER_ELECTION_FLAGS,
             "--leader-election-namespace",
             OPERATOR_NAMESPACE,
             "--metrics-bind-address",

@@ -25,6 +25,7 @@ import requests
 
 from testsupport.clusters import Cluster, start_kube
 from testsupport.e2e.harness import (
+    LEADER_ELECTION_FLAGS,
     LEASE_NAME,
     OPERATOR_NAMESPACE,
     OPERATOR_SERVICE_ACCOUNT,
@@ -196,7 +197,8 @@ class Stack:
         argv = [
             sys.executable, "-m", "baseten_operator.cli", "run",
             "--kubeconfig", str(self.operator_kubeconfig),
-            "--leader-elect", "--leader-election-namespace", OPERATOR_NAMESPACE,
+            "--leader-elect", *LEADER_ELECTION_FLAGS,
+            "--leader-election-namespace", OPERATOR_NAMESPACE,
             "--metrics-bind-address", "127.0.0.1:0",
             "--health-probe-bind-address", "127.0.0.1:0",
             "--time-scale", str(self.time_scale),
