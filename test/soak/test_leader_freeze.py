@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from testsupport.e2e.harness import TIME_SCALE, basetenmodel
+from testsupport.e2e.harness import LEASE_DURATION, RENEW_DEADLINE, TIME_SCALE, basetenmodel
 from testsupport.polling import Timeout, wait_for
 from testsupport.soak.checks import (
     WRITE_METHODS,
@@ -26,11 +26,12 @@ from testsupport.soak.checks import (
     writes_after_deposition,
 )
 from testsupport.soak.run import ENV, NAMESPACE, serves, spec_of
-from testsupport.soak.stack import LEASE_DURATION, RENEW_DEADLINE, Stack
+from testsupport.soak.stack import Stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
 
-FREEZE = 20.0
+# Longer than the lease, so the standby takes over while the leader is frozen.
+FREEZE = LEASE_DURATION + 4.0
 CRS = 4
 
 

@@ -42,11 +42,12 @@ METRICS_READER = "baseten-operator-metrics-reader"  # config/rbac, with the inst
 # takes 0.6 s, the 5 min steady-state requeue 6 s, a deployment build 0.4 s.
 TIME_SCALE = 0.02
 # A takeover after a killed leader in seconds, not the default 15 s: the stories that kill or
-# freeze a leader wait for one. Renewals stay 4 s of slack apart on a loaded 2-core machine.
+# freeze a leader wait for one. A renewal still has 4 s to get through a loaded 2-core machine.
+LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD = 6.0, 4.0, 1.0
 LEADER_ELECTION_FLAGS = (
-    "--leader-elect-lease-duration=6s",
-    "--leader-elect-renew-deadline=4s",
-    "--leader-elect-retry-period=1s",
+    f"--leader-elect-lease-duration={LEASE_DURATION:g}s",
+    f"--leader-elect-renew-deadline={RENEW_DEADLINE:g}s",
+    f"--leader-elect-retry-period={RETRY_PERIOD:g}s",
 )
 
 

@@ -10,7 +10,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from testsupport.soak.stack import RENEW_DEADLINE, Replica, identity_in_user_agent
+from testsupport.e2e.harness import RENEW_DEADLINE
+from testsupport.soak.stack import Replica, identity_in_user_agent
 
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 # Excerpts quoted per violated check: enough to see the pattern, not a wall of text.

@@ -32,11 +32,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from testsupport.e2e.harness import OPERATOR_USER, basetenmodel
+from testsupport.e2e.harness import LEASE_DURATION, OPERATOR_USER, RENEW_DEADLINE, basetenmodel
 from testsupport.polling import Timeout, wait_for
 from testsupport.soak.checks import Evidence, Freeze, Tracked, run_checks
 from testsupport.soak.faults import FaultDriver, FaultPlan
-from testsupport.soak.stack import LEASE_DURATION, RENEW_DEADLINE, Stack
+from testsupport.soak.stack import Stack
 
 NAMESPACE = "soak"
 ENV = "production"

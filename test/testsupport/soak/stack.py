@@ -41,9 +41,6 @@ from testsupport.polling import wait_for
 from testsupport.tcp_relay import Relay
 
 STARTUP_TIMEOUT = 30.0
-# client-go's defaults, which the manager uses (runtime/options.py ManagerOptions).
-LEASE_DURATION = 15.0
-RENEW_DEADLINE = 10.0
 # The identity a replica sends in `User-Agent: baseten-operator/<version> (<identity>)`.
 _IDENTITY_IN_USER_AGENT = re.compile(r"\(([^()]+)\)\s*$")
 # The harness's own Baseten reads, left out of the operators' figures and checks.
