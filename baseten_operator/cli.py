@@ -64,27 +64,14 @@ def add_operator_flags(parser: argparse.ArgumentParser) -> None:
         help="namespace of the Lease (default: the pod's, else 'default')",
     )
     # kube-controller-manager's names and defaults (15s, 10s, 2s); never time-scaled.
-    parser.add_argument(
-        "--leader-elect-lease-duration",
-        dest="lease_duration",
-        type=duration,
-        default=d.lease_duration,
-        help="how long a Lease binds the others after its holder's last renewal",
-    )
-    parser.add_argument(
-        "--leader-elect-renew-deadline",
-        dest="renew_deadline",
-        type=duration,
-        default=d.renew_deadline,
-        help="how long the leader keeps trying to renew before it stops leading",
-    )
-    parser.add_argument(
-        "--leader-elect-retry-period",
-        dest="retry_period",
-        type=duration,
-        default=d.retry_period,
-        help="how often candidates try to take, and the leader to renew, the Lease",
-    )
+    for flag, dest, what in (
+        ("lease-duration", "lease_duration", "how long a Lease binds the others after a renewal"),
+        ("renew-deadline", "renew_deadline", "how long the leader tries to renew, then stops"),
+        ("retry-period", "retry_period", "how often the Lease is tried (taken or renewed)"),
+    ):
+        parser.add_argument(
+            f"--leader-elect-{flag}", dest=dest, type=duration, default=getattr(d, dest), help=what
+        )
     parser.add_argument(
         "--watch-namespace",
         dest="namespace",

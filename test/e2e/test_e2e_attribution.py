@@ -24,13 +24,7 @@ def test_a_ui_change_is_reverted_naming_the_user_and_the_ui(stack: Stack) -> Non
     namespace = stack.new_namespace("e2e-who-ui")
     model_id, _ = stack.promoted_model(namespace, "who-ui", autoscaling=AUTOSCALING)
 
-    stack.sim.control(
-        "ui_update_environment",
-        model_id=model_id,
-        env="production",
-        autoscaling_settings={"min_replica": 2},
-        email="alice@example.com",
-    )
+    stack.sim.ui_autoscaling(model_id, "alice@example.com", min_replica=2)
 
     event = stack.wait_event(namespace, "who-ui", "DriftCorrected", contains="alice")
     assert event["type"] == "Normal"
@@ -68,13 +62,7 @@ def test_an_audit_log_answering_500_still_reverts_with_an_unknown_actor(stack: S
         "inject_fault", endpoint="list_audit_logs", kind="5xx", status=500, count=100000
     )
     try:
-        stack.sim.control(
-            "ui_update_environment",
-            model_id=model_id,
-            env="production",
-            autoscaling_settings={"min_replica": 2},
-            email="alice@example.com",
-        )
+        stack.sim.ui_autoscaling(model_id, "alice@example.com", min_replica=2)
         event = stack.wait_event(namespace, "who-500", "DriftCorrected")
         assert event["message"] == CORRECTED + "changed by an unknown actor"
         _wait_reverted(stack, model_id)

@@ -27,13 +27,7 @@ def test_observe_reports_drift_without_writing(stack: Stack) -> None:
         current_deployment_id=deployment_id,
         autoscaling_settings={"min_replica": 1, "max_replica": 5},
     )
-    stack.sim.control(
-        "ui_update_environment",
-        model_id=model_id,
-        env="production",
-        autoscaling_settings={"min_replica": 2},
-        email="bob@example.com",
-    )
+    stack.sim.ui_autoscaling(model_id, "bob@example.com", min_replica=2)
     stack.kubectl.apply(
         basetenmodel(
             "observe",

@@ -148,6 +148,16 @@ class Simulator:
             raise AssertionError(f"/_sim/{operation} -> {response.status_code}: {response.text}")
         return response.json()
 
+    def ui_autoscaling(self, model_id: str, email: str, **settings: int) -> Any:
+        """The user `email` changes production's autoscaling in Baseten's UI (drift)."""
+        return self.control(
+            "ui_update_environment",
+            model_id=model_id,
+            env="production",
+            autoscaling_settings=settings,
+            email=email,
+        )
+
     def audit_log(self) -> list[dict[str, Any]]:
         response = requests.get(f"{self.url}/_sim/audit_log", timeout=10)
         response.raise_for_status()
