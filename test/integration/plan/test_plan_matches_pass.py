@@ -227,10 +227,14 @@ def test_schedule_drift(
     assert len(action["autoscalingScheduleSettings"]["delete_schedules"]) == 1
     reasons = [e["reason"] for e in item["events"]]
     assert reasons == (
-        ["AutoscalingScheduleUpdated"]
+        ["AutoscalingScheduleUpdated", "DriftCorrected"]
         if in_force
-        else ["AutoscalingUpdated", "AutoscalingScheduleUpdated"]
+        else ["AutoscalingUpdated", "AutoscalingScheduleUpdated", "DriftCorrected"]
     )
+    # The plan names the drift's maker as the pass's Event does.
+    (corrected,) = [e for e in item["events"] if e["reason"] == "DriftCorrected"]
+    assert action["attribution"].startswith("changed by ")
+    assert corrected["message"].endswith(f"; {action['attribution']}")
 
 
 def test_promotion_settings_drift(world: PlanWorld, namespace: str) -> None:
