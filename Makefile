@@ -74,7 +74,7 @@ prometheus: ## Install Prometheus for the tests (hack/install-prometheus.sh), on
 	hack/install-prometheus.sh
 
 test: image-tier-background lint real-kube kstatus prometheus ## Lint, type-check and run the whole test suite (real API server and emulator, the image)
-	$(BIN)/pytest -q $(PYTEST_ARGS)
+	hack/test-tiers.sh $(BIN) $(PYTEST_ARGS)
 
 # The image tier (test/image) runs the image built from the Dockerfile. `make test` first
 # installs what builds and runs it without Docker (hack/install-image-tools.sh: Debian
